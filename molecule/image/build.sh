@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Build Lockstep's node image without a registry: debootstrap a Debian 12
+# root file system and `podman import` it.
+#
+# The image is tagged with a hash of this recipe, so it is built once per
+# machine and rebuilt only when the recipe changes:
+#   localhost/lockstep-node:debian12-<hash>  (immutable, one per recipe)
+#   localhost/lockstep-node:debian12         (what molecule and the demo use)
+#
+# Users who can pull from a registry can build molecule/image/Containerfile
+# instead (debian:12 or ubuntu:22.04) and tag it the same way.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${LOCKSTEP_DEBIAN_MIRROR:=http://deb.debian.org/debian}"
+: "${LOCKSTEP_DEBIAN_SECURITY_MIRROR:=http://deb.debian.org/debian-security}"
+: "${LOCKSTEP_NODE_IMAGE:=localhost/lockstep-node:debian12}"
+suite=bookworm
+# What Ansible, systemd and the roles' first tasks need on a fresh node.
+packages=python3,python3-apt,systemd,systemd-sysv,dbus,sudo,ca-certificates,gnupg,iproute2,procps,locales,tzdata,kmod
+
+recipe_hash=$( { cat "$0"; echo "$suite $packages $LOCKSTEP_DEBIAN_MIRROR $LOCKSTEP_DEBIAN_SECURITY_MIRROR"; } | sha256sum | cut -c1-12)
+pinned="${LOCKSTEP_NODE_IMAGE}-${recipe_hash}"
+
+if podman image exists "$pinned"; then
+  podman tag "$pinned" "$LOCKSTEP_NODE_IMAGE"
+  echo "node image $pinned is up to date"
+  exit 0
+fi
+
+rootfs=$(mktemp -d /var/tmp/lockstep-rootfs.XXXXXX)
+trap 'rm -rf "$rootfs"' EXIT
+echo "building node image $pinned (debootstrap $suite from $LOCKSTEP_DEBIAN_MIRROR)"
+debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$LOCKSTEP_DEBIAN_MIRROR" >/dev/null
+
+# Same components a GPU node needs (the NVIDIA driver lives in non-free).
+cat >"$rootfs/etc/apt/sources.list" <<SRC
+deb $LOCKSTEP_DEBIAN_MIRROR $suite main contrib non-free non-free-firmware
+deb $LOCKSTEP_DEBIAN_MIRROR $suite-updates main contrib non-free non-free-firmware
+deb $LOCKSTEP_DEBIAN_SECURITY_MIRROR $suite-security main contrib non-free non-free-firmware
+SRC
+# A container has no consoles or hardware to wait for.
+for unit in getty.target systemd-logind.service systemd-udevd.service \
+            systemd-udev-trigger.service systemd-remount-fs.service \
+            sys-kernel-config.mount sys-kernel-debug.mount dev-hugepages.mount; do
+  ln -sf /dev/null "$rootfs/etc/systemd/system/$unit"
+done
+rm -f "$rootfs"/etc/machine-id && touch "$rootfs/etc/machine-id"
+chroot "$rootfs" apt-get clean
+rm -rf "$rootfs"/var/lib/apt/lists/*
+
+tar -C "$rootfs" -c . | podman import \
+  --change 'CMD ["/sbin/init"]' --change 'STOPSIGNAL SIGRTMIN+3' \
+  --change "LABEL org.lockstep.recipe=$recipe_hash" - "$pinned" >/dev/null
+podman tag "$pinned" "$LOCKSTEP_NODE_IMAGE"
+echo "built $pinned"

@@ -1,0 +1,18 @@
+# -*- coding: utf-8 -*-
+# Copyright: Lockstep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Errors shared by Lockstep's parsers."""
+
+from __future__ import annotations
+
+
+class ParseError(ValueError):
+    """Raised when a command's output cannot be read.
+
+    The message says what was expected and, where the caller passes it, which
+    source (command or bundle file) the text came from.
+    """
+
+    def __init__(self, message: str, source: str | None = None):
+        self.source = source
+        super().__init__(f"{source}: {message}" if source else message)
