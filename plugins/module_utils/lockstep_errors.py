@@ -16,3 +16,19 @@ class ParseError(ValueError):
     def __init__(self, message: str, source: str | None = None):
         self.source = source
         super().__init__(f"{source}: {message}" if source else message)
+
+
+def require_text(text, source, what):
+    """Return ``text`` as str, or raise ParseError when there is nothing to parse.
+
+    ``what`` names what the caller expected (e.g. "nvidia-smi -q -x output").
+    """
+    if text is None:
+        raise ParseError("no input: expected %s" % what, source)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if not isinstance(text, str):
+        raise ParseError("expected %s as text, got %s" % (what, type(text).__name__), source)
+    if not text.strip():
+        raise ParseError("empty input: expected %s" % what, source)
+    return text
