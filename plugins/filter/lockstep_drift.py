@@ -481,6 +481,20 @@ def format_actual(drift):
     return format_value(drift["actual"])
 
 
+def lockstep_drift_line(drift):
+    """One drift as a line: ``dp3: nccl.package expected X, actual Y (differs)``."""
+    if not isinstance(drift, Mapping) or not all(
+        k in drift for k in ("host", "component", "expected", "reason")
+    ):
+        raise AnsibleFilterError(
+            f"lockstep_drift_line: expects one entry of a report's drifts, got {str(drift)[:200]!r}"
+        )
+    return (
+        f"{drift['host']}: {drift['component']} expected {format_expected(drift['expected'])}, "
+        f"actual {format_actual(drift)} ({drift['reason']})"
+    )
+
+
 def _grid(report, drift_only):
     """Rows/columns and per-cell (text, drifted) for the matrix renderers."""
     by_component = report["by_component"]
@@ -696,4 +710,5 @@ class FilterModule:
             "lockstep_drift_table": lockstep_drift_table,
             "lockstep_drift_markdown": lockstep_drift_markdown,
             "lockstep_drift_html": lockstep_drift_html,
+            "lockstep_drift_line": lockstep_drift_line,
         }

@@ -17,6 +17,7 @@ import lockstep_drift as ld
 from lockstep_drift import (
     lockstep_drift,
     lockstep_drift_html,
+    lockstep_drift_line,
     lockstep_drift_markdown,
     lockstep_drift_table,
 )
@@ -368,6 +369,14 @@ def test_markdown_contains_drift_rows():
     assert "| driver | 535.261.03 | majority | gpu02 |" in md
 
 
+def test_drift_line_names_host_component_expected_actual():
+    lines = [lockstep_drift_line(d) for d in _report_with_drift()["drifts"]]
+    assert "gpu02: driver expected 535.261.03, actual 525.85.12 (differs)" in lines
+    assert "gpu03: nccl expected 2.18.3-1+cuda12.2, actual (missing) (missing)" in lines
+    with pytest.raises(AnsibleFilterError, match="one entry of a report's drifts"):
+        lockstep_drift_line({"host": "x"})
+
+
 def test_markdown_escapes_pipes_and_shows_constraints():
     facts = {"a": {"x": "a|b"}, "b": {"x": "1.2"}}
     md = lockstep_drift_markdown(lockstep_drift(facts, expected={"x": {"min": "1.0"}}))
@@ -416,6 +425,7 @@ def test_filter_module_exposes_filters():
         "lockstep_drift_table",
         "lockstep_drift_markdown",
         "lockstep_drift_html",
+        "lockstep_drift_line",
     }
 
 

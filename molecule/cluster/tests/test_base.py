@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 from conftest import node
 
@@ -70,3 +75,17 @@ def test_etc_hosts_names_every_node_with_its_address(host):
         assert f"{address}/" in " ".join(own), (name, address, own)
         # And this node reaches it under that name.
         assert host.run(f"getent ahostsv4 {name}").stdout.split()[0] == address
+
+
+def test_verify_playbook_finds_the_nodes_identical():
+    """The converged cluster passes verify.yml, with real values compared."""
+    root = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+    reports = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "reports"
+    result = subprocess.run(
+        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"],
+         "playbooks/verify.yml", "-e", f"verify_reports_dir={reports}"],
+        cwd=root, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout[-3000:]
+    report = json.loads((reports / "drift.json").read_text())
+    assert report["ok"] and report["hosts"] == ["dp1", "dp2", "dp3"]
+    assert report["by_component"]["os.release"]["expected"] == "Debian 12"
