@@ -59,7 +59,8 @@ def bundle_inventory(tmp_path: Path, bundles: Path) -> str:
     """An inventory of the same nodes, each read from its saved bundle only."""
     hosts = {n: {"gpu_facts_from_dir": str(bundles / n)} for n in NODES}
     inv = {"all": {"children": {"cluster": {"hosts": hosts}},
-                   "vars": {"verify_expected": {"nccl.package": GOOD, "nccl.header": "2.18.1"},
+                   "vars": {"verify_expected": {"os.release": "Debian 12",
+                                                "nccl.package": GOOD, "nccl.header": "2.18.1"},
                             "verify_reports_dir": str(REPORTS)}}}
     path = tmp_path / "bundles.yml"
     path.write_text(json.dumps(inv))
