@@ -11,6 +11,7 @@ it.
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 import testinfra
@@ -43,3 +44,24 @@ def node(name: str):
     other = testinfra.get_host(f"ansible://{name}?ansible_inventory={inventory}")
     container = _container_of(other)
     return testinfra.get_host(f"podman://{container}") if container else other
+
+
+PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
+
+
+def ansible_playbook(playbook: str, *args: str, inventory: str | None = None):
+    """Run a playbook of the project from the controller, as an admin would.
+
+    ``inventory`` defaults to the scenario's whole inventory directory (where
+    molecule links group_vars and any scenario inventory). Returns the
+    CompletedProcess; ``.output`` holds stdout and stderr with white space
+    collapsed, since the YAML callback folds long lines.
+    """
+    if inventory is None:
+        inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
+    result = subprocess.run(
+        ["ansible-playbook", "-i", inventory, playbook, *args],
+        capture_output=True, text=True, cwd=PROJECT, check=False,
+    )
+    result.output = " ".join((result.stdout + result.stderr).split())
+    return result

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-from pathlib import Path
+import re
 
 import pytest
-from conftest import node
+from conftest import ansible_playbook, node
 
 # Packages a node cannot do without: a role that installed nothing fails here.
 PACKAGES = ["openssh-server", "build-essential", "gcc", "g++", "make", "git",
@@ -77,15 +75,33 @@ def test_etc_hosts_names_every_node_with_its_address(host):
         assert host.run(f"getent ahostsv4 {name}").stdout.split()[0] == address
 
 
-def test_verify_playbook_finds_the_nodes_identical():
+def test_verify_playbook_finds_the_nodes_identical(tmp_path):
     """The converged cluster passes verify.yml, with real values compared."""
-    root = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
-    reports = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "reports"
-    result = subprocess.run(
-        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"],
-         "playbooks/verify.yml", "-e", f"verify_reports_dir={reports}"],
-        cwd=root, capture_output=True, text=True, check=False)
+    result = ansible_playbook("playbooks/verify.yml", "-e", f"verify_reports_dir={tmp_path}")
     assert result.returncode == 0, result.stdout[-3000:]
-    report = json.loads((reports / "drift.json").read_text())
+    report = json.loads((tmp_path / "drift.json").read_text())
     assert report["ok"] and report["hosts"] == ["dp1", "dp2", "dp3"]
     assert report["by_component"]["os.release"]["expected"] == "Debian 12"
+    assert report["by_component"]["net.eth0.mtu"]["deviating_hosts"] == []
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("base_timezone=Mars/Olympus",
+     "base_timezone 'Mars/Olympus' is not a timezone known to tzdata"),
+    ("base_locale=xx_XX.UTF-8",
+     "base_locale 'xx_XX.UTF-8' is not in /usr/share/i18n/SUPPORTED"),
+    ("base_apt_mirror=mirrors.example.cn/debian",
+     "mirrors.example.cn/debian is not a usable apt mirror URL"),
+    ("base_apt_cache_valid_time=soon", "base_apt_cache_valid_time"),
+])
+def test_bad_input_fails_clearly_and_changes_nothing(bad, message):
+    before = {n: node(n).check_output("md5sum /etc/localtime /etc/default/locale /etc/apt/sources.list.d/*")
+              for n in ("dp1", "dp2", "dp3")}
+    result = ansible_playbook("site.yml", "-e", bad)
+    assert result.returncode != 0
+    assert message in result.output, result.output[-2000:]
+    recap = re.findall(r"changed=(\d+)", result.output)
+    assert recap and set(recap) == {"0"}, recap
+    for n, sums in before.items():
+        assert node(n).check_output(
+            "md5sum /etc/localtime /etc/default/locale /etc/apt/sources.list.d/*") == sums

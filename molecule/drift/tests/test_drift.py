@@ -10,15 +10,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import node
+from conftest import ansible_playbook, node
 
 ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
-# The whole inventory directory: molecule links the scenario's inventory.yml there.
-INVENTORY = str(Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent)
 EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
 REPORTS = EPHEMERAL / "reports"
 NODES = ("dp1", "dp2", "dp3")
@@ -26,12 +23,8 @@ GOOD, OLD = "2.18.3-1+cuda12.1", "2.18.1-1+cuda12.1"
 REAL_XML = ROOT / "tests/fixtures/nvidia/nvidia-smi-q-x_tesla-p100_510.47.03.xml"
 
 
-def playbook(name: str, *extra: str, inventory: str = INVENTORY):
-    result = subprocess.run(
-        ["ansible-playbook", "-i", inventory, str(ROOT / "playbooks" / name), *extra],
-        capture_output=True, text=True, cwd=ROOT, check=False,
-    )
-    return result
+def playbook(name: str, *extra: str, inventory: str | None = None):
+    return ansible_playbook(f"playbooks/{name}", *extra, inventory=inventory)
 
 
 def report() -> dict:
@@ -82,9 +75,7 @@ def test_identical_nodes_pass():
 def test_one_node_with_another_nccl_fails_naming_it(dp3_on_old_nccl):
     result = playbook("verify.yml")
     assert result.returncode != 0
-    # The YAML callback folds long lines: compare with white space collapsed.
-    out = " ".join((result.stdout + result.stderr).split())
-    assert f"dp3: nccl.package expected {GOOD}, actual {OLD} (differs)" in out
+    assert f"dp3: nccl.package expected {GOOD}, actual {OLD} (differs)" in result.output
     rep = report()
     assert not rep["ok"]
     assert drifts(rep) == [("dp3", "nccl.package", GOOD, OLD, "differs")]
