@@ -1,0 +1,228 @@
+"""State the docker role must leave on every node of the docker scenario.
+
+The nodes run Debian's docker.io (Docker 20.10: no ``dockerd --validate``)
+and nvidia-container-toolkit from the local TEST STAND-IN of NVIDIA's
+repository (tests/standin/). The declared values come from the inventory
+(host_vars/dk1.yml), so a role that did nothing - or wrote the defaults -
+fails here. The last tests run playbooks from the controller, as an admin
+would: a bad daemon option must fail before any restart, and a node with
+another Docker package must make verify.yml fail naming it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import node
+
+ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
+EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
+STANDIN = ROOT / ".cache" / "standin-apt"
+NODES = ("dk1", "dk2", "dk3")
+RUNTIME = "/usr/bin/nvidia-container-runtime"
+TOOLKIT = ["nvidia-container-toolkit", "nvidia-container-toolkit-base",
+           "libnvidia-container-tools", "libnvidia-container1"]
+HAND_LABEL = "lockstep.test/hand-written=yes"  # written by ../prepare.yml on dk2
+# Molecule forces colour on; the playbooks the tests run print plain text.
+PLAIN = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+
+
+def docker_info(host) -> dict:
+    return json.loads(host.check_output("docker info --format '{{json .}}'"))
+
+
+def dockerd_state(host) -> tuple[str, str, str]:
+    """dockerd's PID, the moment it became active, and daemon.json's hash."""
+    show = host.check_output("systemctl show docker -p MainPID -p ActiveEnterTimestampMonotonic")
+    digest = host.check_output("sha256sum /etc/docker/daemon.json").split()[0]
+    values = dict(line.split("=", 1) for line in show.splitlines())
+    return values["MainPID"], values["ActiveEnterTimestampMonotonic"], digest
+
+
+def playbook(name: str, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["ansible-playbook", "-i", INVENTORY, str(ROOT / "playbooks" / name), *extra],
+        capture_output=True, text=True, cwd=ROOT, env=PLAIN, check=False,
+    )
+
+
+# --------------------------------------------------------------------------
+# Engine, toolkit, users
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["docker.io", "containerd", *TOOLKIT])
+def test_packages_installed(host, name):
+    assert host.package(name).is_installed, f"{name} is not installed"
+
+
+def test_dockerd_and_containerd_run(host):
+    for service in ("docker", "containerd"):
+        assert host.service(service).is_running, f"{service} is not running"
+        assert host.service(service).is_enabled, f"{service} is not enabled"
+
+
+def test_users_are_in_the_docker_group(host, hostvars):
+    assert hostvars["docker_users"]
+    for user in hostvars["docker_users"]:
+        assert "docker" in host.check_output(f"id -nG {user}").split()
+
+
+def test_toolkit_comes_pinned_from_the_signed_standin_repository(host):
+    policy = host.check_output("apt-cache policy nvidia-container-toolkit")
+    assert "Installed: 1.14.3-1" in policy, policy
+    assert "1001" in policy and "file:/srv/lockstep-standin/libnvidia-container/stable/deb/amd64" in policy, policy
+    sources = host.file("/etc/apt/sources.list.d/lockstep-nvidia-container-toolkit.sources").content_string
+    assert "Signed-By: /etc/apt/keyrings/lockstep-nvidia-container-toolkit.gpg" in sources
+    assert "trusted" not in sources
+    # The node trusts exactly this build's throwaway key.
+    key = host.file("/etc/apt/keyrings/lockstep-nvidia-container-toolkit.gpg").sha256sum
+    assert key == hashlib.sha256((STANDIN / "lockstep-standin.gpg").read_bytes()).hexdigest()
+    # The stand-in says what it is.
+    assert "Lockstep TEST STAND-IN" in host.check_output("dpkg-query -W -f='${Description}' nvidia-container-toolkit")
+    assert host.check_output("nvidia-ctk --version").startswith("NVIDIA Container Toolkit CLI version 1.14.3")
+
+
+def test_containerd_knows_the_nvidia_runtime(host):
+    dump = host.check_output("containerd config dump")
+    assert '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]' in dump
+    assert f'BinaryName = "{RUNTIME}"' in dump
+    # The rest of Debian's file is still there.
+    assert 'bin_dir = "/usr/lib/cni"' in host.file("/etc/containerd/config.toml").content_string
+
+
+# --------------------------------------------------------------------------
+# daemon.json and the running daemon
+# --------------------------------------------------------------------------
+def test_docker_info_shows_the_declared_configuration(host, hostvars):
+    info = docker_info(host)
+    assert info["DefaultRuntime"] == "nvidia"
+    assert info["Runtimes"]["nvidia"]["path"] == RUNTIME
+    assert info["RegistryConfig"]["Mirrors"] == [m.rstrip("/") + "/" for m in hostvars["docker_registry_mirrors"]]
+    assert info["DockerRootDir"] == hostvars["docker_data_root"]
+    assert info["LoggingDriver"] == "json-file"
+    assert info["CgroupDriver"] == "systemd"
+    assert info["LiveRestoreEnabled"] is True
+
+
+def test_new_containers_get_the_log_options_and_the_nvidia_runtime(host, hostvars):
+    # docker info does not show log-opts: a container created (not started:
+    # these nodes cannot run containers) shows what dockerd gives it.
+    host.check_output("tar -cf - -T /dev/null | docker import - lockstep-probe:empty")
+    try:
+        host.check_output("docker create --name lockstep-probe lockstep-probe:empty /none")
+        config = json.loads(host.check_output("docker inspect --format '{{json .HostConfig}}' lockstep-probe"))
+    finally:
+        host.run("docker rm -f lockstep-probe; docker rmi lockstep-probe:empty")
+    expected = {k: str(v) for k, v in hostvars["docker_log_opts"].items()}
+    assert config["LogConfig"] == {"Type": "json-file", "Config": expected}
+    assert config["Runtime"] == "nvidia"
+
+
+def test_daemon_json_is_written_with_sorted_keys(host):
+    text = host.file("/etc/docker/daemon.json").content_string
+    assert text == json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
+
+
+def test_keys_written_by_hand_survive_the_converge():
+    dk2 = node("dk2")
+    config = json.loads(dk2.file("/etc/docker/daemon.json").content_string)
+    assert config["labels"] == [HAND_LABEL]
+    assert config["max-concurrent-downloads"] == 7
+    assert config["live-restore"] is True  # a managed key: the hand-written false is replaced
+    # dockerd runs with the merged file.
+    assert HAND_LABEL in docker_info(dk2)["Labels"]
+    assert "labels" not in json.loads(node("dk1").file("/etc/docker/daemon.json").content_string)
+
+
+# --------------------------------------------------------------------------
+# A bad option fails before any restart
+# --------------------------------------------------------------------------
+BAD_OPTIONS = {
+    # node: (docker_daemon_options in its inventory, what the error must name)
+    "dk1": ({"no-such-option": True},
+            "daemon.json option 'no-such-option': is not a dockerd 20.10 configuration option"),
+    "dk2": ({"max-concurrent-uploads": "many"},
+            "daemon.json option 'max-concurrent-uploads': must be a JSON integer"),
+    # Debian's unit starts dockerd with -H fd://: dockerd would refuse to start.
+    "dk3": ({"hosts": ["tcp://0.0.0.0:2375"]},
+            "daemon.json option 'hosts': is already set on dockerd's command line"),
+}
+
+
+def test_an_invalid_option_fails_before_any_restart_and_dockerd_keeps_running(tmp_path):
+    before = {name: dockerd_state(node(name)) for name in NODES}
+    mirrors = {name: docker_info(node(name))["RegistryConfig"]["Mirrors"] for name in NODES}
+    # One bad option per node, declared in a second inventory source (it
+    # overrides the inventory file's host variables), one playbook run.
+    bad = tmp_path / "bad-options.yml"
+    bad.write_text(json.dumps({"all": {"hosts": {
+        name: {"docker_daemon_options": options} for name, (options, _) in BAD_OPTIONS.items()}}}))
+    result = playbook("docker.yml", "-i", str(bad))
+    out = " ".join((result.stdout + result.stderr).split())  # the YAML callback folds long messages
+    assert result.returncode != 0, out[-3000:]
+    for name, (_, words) in BAD_OPTIONS.items():
+        assert f"fatal: [{name}]" in out, out[-3000:]
+        assert words in out, out[-3000:]
+    assert "/etc/docker/daemon.json not changed - the merged configuration is invalid" in out
+    assert "RUNNING HANDLER" not in out
+    for name in NODES:
+        # Same dockerd process, started at the same moment, with the same file.
+        assert dockerd_state(node(name)) == before[name]
+        assert docker_info(node(name))["RegistryConfig"]["Mirrors"] == mirrors[name]
+        assert not node(name).run("ls /etc/docker/.daemon.json.*").stdout  # no candidate left
+
+
+# --------------------------------------------------------------------------
+# verify.yml flags a node with another Docker version
+# --------------------------------------------------------------------------
+REPACK = """set -e
+deb=$(ls /var/cache/apt/archives/docker.io_*.deb | head -n1)
+rm -rf /var/tmp/lockstep-repack && mkdir -p /var/tmp/lockstep-repack
+cp "$deb" /var/tmp/lockstep-repack/original.deb
+dpkg-deb -R "$deb" /var/tmp/lockstep-repack/root
+sed -i 's/^Version: .*/&+lockstep.other1/' /var/tmp/lockstep-repack/root/DEBIAN/control
+dpkg-deb -Znone -b /var/tmp/lockstep-repack/root /var/tmp/lockstep-repack/other.deb >/dev/null
+rm -rf /var/tmp/lockstep-repack/root
+dpkg -i /var/tmp/lockstep-repack/other.deb >/dev/null
+"""
+
+
+@pytest.fixture
+def dk3_on_another_docker():
+    """dk3 gets docker.io at another package version: the same Debian
+    package, rebuilt with '+lockstep.other1' appended to its version."""
+    dk3 = node("dk3")
+    dk3.check_output("bash -c %s", REPACK)
+    version = dk3.check_output("dpkg-query -W -f='${Version}' docker.io")
+    yield version
+    dk3.check_output("dpkg -i /var/tmp/lockstep-repack/original.deb >/dev/null && rm -rf /var/tmp/lockstep-repack")
+
+
+def drift_report() -> dict:
+    return json.loads((EPHEMERAL / "reports" / "drift.json").read_text())
+
+
+def test_identical_nodes_pass_verify():
+    result = playbook("verify.yml")
+    assert result.returncode == 0, result.stdout[-4000:]
+    by_component = drift_report()["by_component"]
+    assert by_component["docker.default_runtime"]["expected"] == "nvidia"
+    assert by_component["docker.nvidia_container_toolkit"]["expected"] == "1.14.3"
+
+
+def test_a_node_with_another_docker_version_fails_verify_naming_it(dk3_on_another_docker):
+    other = dk3_on_another_docker
+    assert other.endswith("+lockstep.other1")
+    result = playbook("verify.yml")
+    assert result.returncode != 0
+    out = " ".join((result.stdout + result.stderr).split())
+    good = node("dk1").check_output("dpkg-query -W -f='${Version}' docker.io")
+    assert f"dk3: pkg.docker.io expected {good}, actual {other} (differs)" in out, result.stdout[-4000:]
+    drifts = drift_report()["drifts"]
+    assert drifts and {d["host"] for d in drifts} == {"dk3"}
+    assert "pkg.docker.io" in {d["component"] for d in drifts}

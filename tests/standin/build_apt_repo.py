@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+"""Build Lockstep's local, signed TEST STAND-IN apt repositories.
+
+NVIDIA's repositories (libnvidia-container, CUDA, ...) cannot be reached from
+the machines Lockstep is tested on, so the tests serve the nodes a local
+repository instead: packages with NVIDIA's names, versions and dependency
+structure, built here from a YAML spec (``tests/standin/packages.yml``).
+They are NOT NVIDIA's packages; every one says so in its description.
+
+    python3 tests/standin/build_apt_repo.py [--spec FILE] [--out DIR] [--force]
+
+Output (default ``.cache/standin-apt/`` under the repository root)::
+
+    lockstep-standin.gpg    public keyring (binary) for Signed-By
+    lockstep-standin.asc    the same key, ASCII-armoured
+    <repo path>/            one flat repository per spec entry, laid out like
+                            the real one (e.g. libnvidia-container/stable/deb/amd64):
+                            *.deb, Packages, Packages.gz, Release, InRelease, Release.gpg
+    .stamp                  hash of the inputs; the build is skipped while it matches
+
+Every build signs with a new throwaway key whose secret half is deleted
+with the temporary GnuPG home at the end of the build, so nothing can ever
+be signed with it again. Apt sees a repository signed like the real one and
+checks it with ``Signed-By`` (never ``trusted=yes``).
+
+Needs: ``dpkg-deb`` (package dpkg) and ``gpg`` with ``gpg-agent`` (package
+gnupg) on the machine that builds; Packages and Release are written here,
+so apt-utils is not needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_SPEC = ROOT / "tests" / "standin" / "packages.yml"
+DEFAULT_OUT = ROOT / ".cache" / "standin-apt"
+MAINTAINER = "Lockstep test stand-ins <standin@lockstep.invalid>"
+KEY_UID = "Lockstep TEST STAND-IN repository (throwaway key, new per build) <standin@lockstep.invalid>"
+NOTICE = (
+    "Lockstep TEST STAND-IN: built by tests/standin/build_apt_repo.py so that tests "
+    "can run without {vendor}'s servers. It is not {vendor}'s package and does not "
+    "do what the real one does."
+)
+MULTIARCH = {
+    "amd64": "x86_64-linux-gnu",
+    "arm64": "aarch64-linux-gnu",
+    "ppc64el": "powerpc64le-linux-gnu",
+    "s390x": "s390x-linux-gnu",
+    "i386": "i386-linux-gnu",
+}
+PACKAGE_NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
+DEB_VERSION = re.compile(r"^(\d+:)?[0-9][A-Za-z0-9.+~-]*$")
+# Control fields in the order dpkg and apt-ftparchive write them.
+FIELD_ORDER = [
+    "Package", "Source", "Version", "Architecture", "Maintainer", "Installed-Size",
+    "Pre-Depends", "Depends", "Recommends", "Suggests", "Conflicts", "Breaks",
+    "Replaces", "Provides", "Section", "Priority", "Multi-Arch", "Homepage",
+    "Description",
+]
+LIST_FIELDS = {
+    "pre_depends": "Pre-Depends", "depends": "Depends", "recommends": "Recommends",
+    "suggests": "Suggests", "conflicts": "Conflicts", "breaks": "Breaks",
+    "replaces": "Replaces", "provides": "Provides",
+}
+
+
+class SpecError(Exception):
+    """The YAML spec is wrong; the message names the package and field."""
+
+
+def _need(tool: str, package: str) -> None:
+    if shutil.which(tool) is None:
+        sys.exit(f"build_apt_repo: '{tool}' not found; install the Debian package '{package}' "
+                 f"(apt-get install {package}).")
+
+
+def native_arch() -> str:
+    return subprocess.run(["dpkg", "--print-architecture"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def load_spec(path: Path) -> dict:
+    try:
+        spec = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise SpecError(f"{path}: {exc}") from None
+    if not isinstance(spec, dict) or not isinstance(spec.get("repositories"), list):
+        raise SpecError(f"{path}: expected a mapping with a list 'repositories'")
+    seen_paths = set()
+    for repo in spec["repositories"]:
+        name = repo.get("name") if isinstance(repo, dict) else None
+        if not name or not isinstance(repo.get("path"), str) or not isinstance(repo.get("packages"), list):
+            raise SpecError(f"{path}: every repository needs name, path and a list of packages ({repo!r})")
+        if repo["path"].startswith("/") or ".." in repo["path"].split("/"):
+            raise SpecError(f"repository {name}: path must be relative and stay inside the output")
+        if repo["path"] in seen_paths:
+            raise SpecError(f"repository {name}: path {repo['path']} used twice")
+        seen_paths.add(repo["path"])
+        for pkg in repo["packages"]:
+            _check_package(name, pkg)
+    return spec
+
+
+def _check_package(repo: str, pkg) -> None:
+    if not isinstance(pkg, dict):
+        raise SpecError(f"repository {repo}: package entries are mappings, got {pkg!r}")
+    name = pkg.get("name", "")
+    where = f"repository {repo}, package {name or '?'}"
+    if not PACKAGE_NAME.match(str(name)):
+        raise SpecError(f"{where}: 'name' must be a Debian package name")
+    if not DEB_VERSION.match(str(pkg.get("version", ""))):
+        raise SpecError(f"{where}: 'version' must be a Debian version like 1.14.3-1, got {pkg.get('version')!r}")
+    if not isinstance(pkg.get("description"), str) or not pkg["description"].strip():
+        raise SpecError(f"{where}: 'description' is required")
+    for key in LIST_FIELDS:
+        if key in pkg and not (isinstance(pkg[key], list) and all(isinstance(d, str) for d in pkg[key])):
+            raise SpecError(f"{where}: '{key}' must be a list of strings")
+    for entry in pkg.get("files", []) or []:
+        kinds = [k for k in ("content", "src", "link") if k in entry]
+        if not isinstance(entry, dict) or not str(entry.get("path", "")).startswith("/") or len(kinds) != 1:
+            raise SpecError(f"{where}: each file needs an absolute 'path' and exactly one of content, src, link ({entry!r})")
+
+
+def _subst(text: str, values: dict) -> str:
+    for key, value in values.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+def _control_text(fields: dict) -> str:
+    lines = []
+    for key in FIELD_ORDER + sorted(set(fields) - set(FIELD_ORDER)):
+        if key in fields and fields[key] not in (None, ""):
+            lines.append(f"{key}: {fields[key]}")
+    return "\n".join(lines) + "\n"
+
+
+def _description(pkg: dict, vendor: str) -> str:
+    summary, _, body = pkg["description"].strip().partition("\n")
+    paragraphs = [p.strip() for p in body.strip().split("\n\n") if p.strip()]
+    paragraphs.append(textwrap.fill(NOTICE.format(vendor=vendor), 72))
+    out = [f"{summary.strip()} (Lockstep TEST STAND-IN)"]
+    for i, para in enumerate(paragraphs):
+        if i:
+            out.append(" .")
+        out.extend(" " + line.strip() for line in para.splitlines())
+    return "\n".join(out)
+
+
+def build_deb(pkg: dict, arch: str, vendor: str, stage: Path, dest_dir: Path) -> Path:
+    """Build one .deb from its spec entry; returns its path."""
+    architecture = pkg.get("architecture", "native")
+    architecture = arch if architecture == "native" else architecture
+    version = str(pkg["version"])
+    upstream = version.split(":", 1)[-1].rsplit("-", 1)[0]
+    values = {"arch": arch, "multiarch": MULTIARCH.get(arch, f"{arch}-linux-gnu"),
+              "name": pkg["name"], "version": version, "upstream_version": upstream}
+    root = stage / f"{pkg['name']}_{version}"
+    (root / "DEBIAN").mkdir(parents=True)
+    conffiles, md5sums, size = [], [], 0
+    for entry in pkg.get("files", []) or []:
+        target = root / _subst(entry["path"], values).lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if "link" in entry:
+            target.symlink_to(_subst(entry["link"], values))
+            continue
+        if "src" in entry:
+            try:
+                data = (ROOT / entry["src"]).read_bytes()
+            except OSError as exc:
+                raise SpecError(f"package {pkg['name']}: cannot read src {entry['src']}: {exc.strerror}") from None
+        else:
+            data = _subst(entry["content"], values).encode()
+        target.write_bytes(data)
+        os.chmod(target, int(str(entry.get("mode", "0644")), 8))
+        rel = target.relative_to(root).as_posix()
+        md5sums.append(f"{hashlib.md5(data).hexdigest()}  {rel}")  # noqa: S324 - dpkg's format
+        size += len(data)
+        if rel.startswith("etc/"):
+            conffiles.append("/" + rel)
+    fields = {
+        "Package": pkg["name"],
+        "Version": version,
+        "Architecture": architecture,
+        "Maintainer": MAINTAINER,
+        "Installed-Size": str(max(1, (size + 1023) // 1024)),
+        "Section": pkg.get("section", "utils"),
+        "Priority": pkg.get("priority", "optional"),
+        "Homepage": pkg.get("homepage", ""),
+        "Multi-Arch": pkg.get("multi_arch", ""),
+        "Description": _description(pkg, vendor),
+    }
+    for key, field in LIST_FIELDS.items():
+        if pkg.get(key):
+            fields[field] = ", ".join(_subst(d, values) for d in pkg[key])
+    (root / "DEBIAN" / "control").write_text(_control_text(fields))
+    if md5sums:
+        (root / "DEBIAN" / "md5sums").write_text("\n".join(md5sums) + "\n")
+    if conffiles:
+        (root / "DEBIAN" / "conffiles").write_text("\n".join(conffiles) + "\n")
+    for script, body in (pkg.get("scripts") or {}).items():
+        if script not in ("preinst", "postinst", "prerm", "postrm"):
+            raise SpecError(f"package {pkg['name']}: unknown maintainer script {script}")
+        path = root / "DEBIAN" / script
+        path.write_text(_subst(body, values))
+        path.chmod(0o755)
+    deb = dest_dir / f"{pkg['name']}_{version.split(':', 1)[-1]}_{architecture}.deb"
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root), str(deb)],
+                   check=True, capture_output=True)
+    return deb
+
+
+def packages_index(debs: list[Path], repo_dir: Path) -> str:
+    """The Packages file of a flat repository (apt-ftparchive's format)."""
+    stanzas = []
+    for deb in sorted(debs):
+        control = subprocess.run(["dpkg-deb", "-f", str(deb)], check=True,
+                                 capture_output=True, text=True).stdout.rstrip("\n")
+        data = deb.read_bytes()
+        control += (
+            f"\nFilename: ./{deb.relative_to(repo_dir).as_posix()}"
+            f"\nSize: {len(data)}"
+            f"\nMD5sum: {hashlib.md5(data).hexdigest()}"  # noqa: S324 - apt's format
+            f"\nSHA1: {hashlib.sha1(data).hexdigest()}"  # noqa: S324 - apt's format
+            f"\nSHA256: {hashlib.sha256(data).hexdigest()}"
+        )
+        stanzas.append(control)
+    return "\n\n".join(stanzas) + "\n"
+
+
+def release_file(repo: dict, arch: str, index_files: dict[str, bytes], now: dt.datetime) -> str:
+    lines = [
+        f"Origin: {repo.get('origin', 'Lockstep test stand-in')}",
+        f"Label: {repo.get('label', repo['name'] + ' (Lockstep TEST STAND-IN)')}",
+        f"Architectures: {arch} all",
+        f"Date: {now.strftime('%a, %d %b %Y %H:%M:%S UTC')}",
+        f"Description: Lockstep TEST STAND-IN for {repo.get('stands_in_for', repo['name'])}; not the vendor's repository",
+    ]
+    for field, algo in (("MD5Sum", "md5"), ("SHA1", "sha1"), ("SHA256", "sha256")):
+        lines.append(f"{field}:")
+        for name, data in sorted(index_files.items()):
+            lines.append(f" {hashlib.new(algo, data).hexdigest()} {len(data):>8} {name}")
+    return "\n".join(lines) + "\n"
+
+
+def _gpg(home: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    env = dict(os.environ, GNUPGHOME=str(home), LC_ALL="C")
+    result = subprocess.run(["gpg", "--batch", "--no-tty", "--quiet", *args], input=stdin,
+                            env=env, capture_output=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"gpg {' '.join(args)} failed: {result.stderr.decode(errors='replace')}")
+    return result.stdout
+
+
+def build(spec_path: Path, out: Path) -> None:
+    spec = load_spec(spec_path)
+    arch = native_arch()
+    vendor = spec.get("vendor", "NVIDIA")
+    now = dt.datetime.now(dt.timezone.utc)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".standin-build.", dir=out.parent))
+    new = work / "repo"
+    # gpg-agent's socket lives in GNUPGHOME: keep its path short.
+    home = Path(tempfile.mkdtemp(prefix="lockstep-gpg."))
+    try:
+        new.mkdir()
+        _gpg(home, "--pinentry-mode", "loopback", "--passphrase", "",
+             "--quick-gen-key", KEY_UID, "ed25519", "sign", "never")
+        keyring = spec.get("keyring", "lockstep-standin")
+        (new / f"{keyring}.gpg").write_bytes(_gpg(home, "--export"))
+        (new / f"{keyring}.asc").write_bytes(_gpg(home, "--armor", "--export"))
+        for repo in spec["repositories"]:
+            repo_dir = new / _subst(repo["path"], {"arch": arch})
+            repo_dir.mkdir(parents=True)
+            stage = work / "stage" / repo["name"]
+            debs = [build_deb(p, arch, repo.get("vendor", vendor), stage, repo_dir)
+                    for p in repo["packages"]]
+            packages = packages_index(debs, repo_dir).encode()
+            buf = io.BytesIO()
+            with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz:
+                gz.write(packages)
+            index = {"Packages": packages, "Packages.gz": buf.getvalue()}
+            for name, data in index.items():
+                (repo_dir / name).write_bytes(data)
+            release = release_file(repo, arch, index, now).encode()
+            (repo_dir / "Release").write_bytes(release)
+            (repo_dir / "InRelease").write_bytes(_gpg(home, "--clearsign", "--digest-algo", "SHA256", stdin=release))
+            (repo_dir / "Release.gpg").write_bytes(_gpg(home, "--armor", "--detach-sign", "--digest-algo", "SHA256", stdin=release))
+        (new / "README").write_text(
+            "Lockstep TEST STAND-IN apt repositories, built by tests/standin/build_apt_repo.py\n"
+            f"from {spec_path.name} on {now.isoformat(timespec='seconds')}. Not NVIDIA's packages.\n"
+            f"Signed with a throwaway key whose secret half no longer exists ({keyring}.gpg).\n")
+        (new / ".stamp").write_text(inputs_hash(spec_path, spec, arch) + "\n")
+        for path in [new, *new.rglob("*")]:
+            if not path.is_symlink():
+                path.chmod(0o755 if path.is_dir() else 0o644)
+        # Swap the contents, not the directory: nodes that bind-mount the
+        # output directory see the new build without being recreated.
+        old = work / "old"
+        old.mkdir()
+        out.mkdir(mode=0o755, exist_ok=True)
+        for child in list(out.iterdir()):
+            child.rename(old / child.name)
+        for child in list(new.iterdir()):
+            child.rename(out / child.name)
+    finally:
+        subprocess.run(["gpgconf", "--kill", "gpg-agent"], env=dict(os.environ, GNUPGHOME=str(home)),
+                       capture_output=True, check=False)
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def inputs_hash(spec_path: Path, spec: dict, arch: str) -> str:
+    digest = hashlib.sha256()
+    digest.update(Path(__file__).read_bytes())
+    digest.update(spec_path.read_bytes())
+    digest.update(arch.encode())
+    for repo in spec["repositories"]:
+        for pkg in repo["packages"]:
+            for entry in pkg.get("files", []) or []:
+                if "src" in entry:
+                    digest.update((ROOT / entry["src"]).read_bytes())
+    return digest.hexdigest()
+
+
+def up_to_date(spec_path: Path, out: Path) -> bool:
+    stamp = out / ".stamp"
+    if not stamp.is_file():
+        return False
+    try:
+        spec = load_spec(spec_path)
+        return stamp.read_text().strip() == inputs_hash(spec_path, spec, native_arch())
+    except (SpecError, OSError):
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", type=Path, default=DEFAULT_SPEC, help="YAML spec (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default: %(default)s)")
+    parser.add_argument("--force", action="store_true", help="rebuild even if the spec is unchanged")
+    args = parser.parse_args(argv)
+    _need("dpkg-deb", "dpkg")
+    _need("gpg", "gnupg")
+    _need("gpg-agent", "gpg-agent")
+    spec_path, out = args.spec.resolve(), args.out.resolve()
+    if not args.force and up_to_date(spec_path, out):
+        print(f"stand-in apt repository {out} is up to date")
+        return 0
+    try:
+        build(spec_path, out)
+    except SpecError as exc:
+        print(f"build_apt_repo: {exc}", file=sys.stderr)
+        return 2
+    print(f"built stand-in apt repository {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
