@@ -82,6 +82,24 @@ def _new_port(number):
     return port
 
 
+def _check_ports(ports, required, where, source, layer_label):
+    """Raise when a port lacks a required field or names an unknown link layer."""
+    for port in ports:
+        missing = [k for k in required if port.get(k) is None]
+        if missing:
+            raise ParseError(
+                "%s port %d lacks %s; the output is truncated"
+                % (where, port["port"], ", ".join(missing)),
+                source,
+            )
+        if port["link_layer"] not in _LINK_LAYERS:
+            raise ParseError(
+                "%s port %d: unknown %s %r (line cut short?)"
+                % (where, port["port"], layer_label, port["link_layer"]),
+                source,
+            )
+
+
 def _check_ibstat_ca(ca, source):
     where = "CA %s" % ca["name"]
     if not ca["ports"]:
@@ -93,20 +111,7 @@ def _check_ibstat_ca(ca, source):
             % (where, declared, len(ca["ports"])),
             source,
         )
-    for port in ca["ports"]:
-        missing = [k for k in _PORT_REQUIRED if port[k] is None]
-        if missing:
-            raise ParseError(
-                "%s port %d lacks %s; the output is truncated"
-                % (where, port["port"], ", ".join(missing)),
-                source,
-            )
-        if port["link_layer"] not in _LINK_LAYERS:
-            raise ParseError(
-                "%s port %d: unknown link layer %r (line cut short?)"
-                % (where, port["port"], port["link_layer"]),
-                source,
-            )
+    _check_ports(ca["ports"], _PORT_REQUIRED, where, source, "link layer")
 
 
 def parse_ibstat(text, source=None):
@@ -216,20 +221,7 @@ def _check_hca(hca, is_last, source):
     ports = hca["ports"]
     if not ports:
         raise ParseError("%s lists no 'port:' block; the output is truncated" % where, source)
-    for port in ports:
-        missing = [k for k in ("state", "link_layer") if port.get(k) is None]
-        if missing:
-            raise ParseError(
-                "%s port %d lacks %s; the output is truncated"
-                % (where, port["port"], ", ".join(missing)),
-                source,
-            )
-        if port["link_layer"] not in _LINK_LAYERS:
-            raise ParseError(
-                "%s port %d: unknown link_layer %r (line cut short?)"
-                % (where, port["port"], port["link_layer"]),
-                source,
-            )
+    _check_ports(ports, ("state", "link_layer"), where, source, "link_layer")
     declared = hca["phys_port_cnt"]
     numbers = [p["port"] for p in ports]
     if declared is not None and len(numbers) > declared:
