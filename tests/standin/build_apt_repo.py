@@ -4,10 +4,16 @@
 NVIDIA's repositories (libnvidia-container, CUDA, ...) cannot be reached from
 the machines Lockstep is tested on, so the tests serve the nodes a local
 repository instead: packages with NVIDIA's names, versions and dependency
-structure, built here from a YAML spec (``tests/standin/packages.yml``).
+structure, built here from YAML specs (every ``tests/standin/*.yml``, read in name
+order; a repository named in several files gets the packages of all).
 They are NOT NVIDIA's packages; every one says so in its description.
+Where NVIDIA publishes the real files as wheels on PyPI (ptxas, libcudart,
+libnccl, nccl.h), a package carries those real files: a spec's ``wheels``
+names the wheel with its sha256, pip downloads it once into
+``.cache/standin-wheels/`` (through pip's configured index, so a PyPI mirror
+works) and the file entry names the member to take from it.
 
-    python3 tests/standin/build_apt_repo.py [--spec FILE] [--out DIR] [--force]
+    python3 tests/standin/build_apt_repo.py [--spec FILE ...] [--out DIR] [--force]
 
 Output (default ``.cache/standin-apt/`` under the repository root)::
 
@@ -42,13 +48,19 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import zipfile
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_SPEC = ROOT / "tests" / "standin" / "packages.yml"
+SPEC_DIR = ROOT / "tests" / "standin"
 DEFAULT_OUT = ROOT / ".cache" / "standin-apt"
+WHEEL_CACHE = ROOT / ".cache" / "standin-wheels"
+# Packages whose contents exceed this are compressed fast (gzip -1): real
+# libraries from NVIDIA's wheels are hundreds of MB and the repository is
+# rebuilt whenever a spec changes.
+BIG_PACKAGE = 32 * 1024 * 1024
 MAINTAINER = "Lockstep test stand-ins <standin@lockstep.invalid>"
 KEY_UID = "Lockstep TEST STAND-IN repository (throwaway key, new per build) <standin@lockstep.invalid>"
 NOTICE = (
@@ -94,29 +106,110 @@ def native_arch() -> str:
                           capture_output=True, text=True).stdout.strip()
 
 
-def load_spec(path: Path) -> dict:
+def default_specs() -> list[Path]:
+    return sorted(SPEC_DIR.glob("*.yml"))
+
+
+def _load_one(path: Path) -> dict:
     try:
         spec = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise SpecError(f"{path}: {exc}") from None
     if not isinstance(spec, dict) or not isinstance(spec.get("repositories"), list):
         raise SpecError(f"{path}: expected a mapping with a list 'repositories'")
+    if not isinstance(spec.get("wheels", {}), dict):
+        raise SpecError(f"{path}: 'wheels' must be a mapping of names to wheels")
+    return spec
+
+
+def load_spec(paths) -> dict:
+    """Read and merge the spec files; repositories with one name are merged."""
+    paths = [paths] if isinstance(paths, Path) else list(paths)
+    if not paths:
+        raise SpecError("no spec files given")
+    merged: dict = {"vendor": None, "keyring": None, "wheels": {}, "repositories": []}
+    by_name: dict = {}
+    for path in paths:
+        spec = _load_one(path)
+        for key in ("vendor", "keyring"):
+            if spec.get(key) is not None:
+                if merged[key] not in (None, spec[key]):
+                    raise SpecError(f"{path}: {key} {spec[key]!r} differs from {merged[key]!r} of another spec")
+                merged[key] = spec[key]
+        for wname, wheel in spec.get("wheels", {}).items():
+            if not isinstance(wheel, dict) or not all(isinstance(wheel.get(k), str)
+                                                      for k in ("requirement", "filename", "sha256")):
+                raise SpecError(f"{path}: wheel {wname} needs requirement, filename and sha256")
+            if not re.fullmatch(r"[0-9a-f]{64}", wheel["sha256"]):
+                raise SpecError(f"{path}: wheel {wname}: sha256 must be 64 hex digits")
+            if merged["wheels"].get(wname, wheel) != wheel:
+                raise SpecError(f"{path}: wheel {wname} is declared differently in another spec")
+            merged["wheels"][wname] = wheel
+        for repo in spec["repositories"]:
+            name = repo.get("name") if isinstance(repo, dict) else None
+            if not name or not isinstance(repo.get("packages"), list):
+                raise SpecError(f"{path}: every repository needs a name and a list of packages ({repo!r})")
+            if name in by_name:
+                first = by_name[name]
+                for key, value in repo.items():
+                    if key != "packages" and first.get(key, value) != value:
+                        raise SpecError(f"{path}: repository {name}: {key} {value!r} differs from "
+                                        f"{first.get(key)!r} given in another spec")
+                first["packages"].extend(repo["packages"])
+            else:
+                by_name[name] = dict(repo, packages=list(repo["packages"]))
+                merged["repositories"].append(by_name[name])
+    merged["vendor"] = merged["vendor"] or "NVIDIA"
+    merged["keyring"] = merged["keyring"] or "lockstep-standin"
     seen_paths = set()
-    for repo in spec["repositories"]:
-        name = repo.get("name") if isinstance(repo, dict) else None
-        if not name or not isinstance(repo.get("path"), str) or not isinstance(repo.get("packages"), list):
-            raise SpecError(f"{path}: every repository needs name, path and a list of packages ({repo!r})")
+    for repo in merged["repositories"]:
+        name = repo["name"]
+        if not isinstance(repo.get("path"), str):
+            raise SpecError(f"repository {name}: 'path' is required")
         if repo["path"].startswith("/") or ".." in repo["path"].split("/"):
             raise SpecError(f"repository {name}: path must be relative and stay inside the output")
         if repo["path"] in seen_paths:
             raise SpecError(f"repository {name}: path {repo['path']} used twice")
         seen_paths.add(repo["path"])
+        seen_pkgs = set()
         for pkg in repo["packages"]:
-            _check_package(name, pkg)
-    return spec
+            _check_package(name, pkg, merged["wheels"])
+            if (pkg["name"], str(pkg["version"])) in seen_pkgs:
+                raise SpecError(f"repository {name}: package {pkg['name']} {pkg['version']} listed twice")
+            seen_pkgs.add((pkg["name"], str(pkg["version"])))
+    return merged
 
 
-def _check_package(repo: str, pkg) -> None:
+def fetch_wheel(wheel: dict, cache: Path | None = None) -> Path:
+    """The wheel file, downloaded once with pip and checked against its sha256."""
+    cache = cache or WHEEL_CACHE
+    target = cache / wheel["filename"]
+    if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == wheel["sha256"]:
+        return target
+    cache.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+         "--dest", str(cache), wheel["requirement"]], capture_output=True, text=True, check=False)
+    if result.returncode != 0 or not target.is_file():
+        raise SpecError(f"wheel {wheel['requirement']}: pip download did not produce {wheel['filename']} "
+                        f"(is PyPI or its mirror reachable?): {result.stderr.strip()[-400:]}")
+    actual = hashlib.sha256(target.read_bytes()).hexdigest()
+    if actual != wheel["sha256"]:
+        target.unlink()
+        raise SpecError(f"wheel {wheel['filename']}: sha256 {actual} does not match the spec's {wheel['sha256']}")
+    return target
+
+
+def _wheel_member(wheels: dict, entry: dict, pkg_name: str) -> bytes:
+    path = fetch_wheel(wheels[entry["wheel"]])
+    with zipfile.ZipFile(path) as archive:
+        try:
+            return archive.read(entry["member"])
+        except KeyError:
+            raise SpecError(f"package {pkg_name}: {entry['member']} is not in {path.name}") from None
+
+
+def _check_package(repo: str, pkg, wheels: dict) -> None:
     if not isinstance(pkg, dict):
         raise SpecError(f"repository {repo}: package entries are mappings, got {pkg!r}")
     name = pkg.get("name", "")
@@ -131,9 +224,13 @@ def _check_package(repo: str, pkg) -> None:
         if key in pkg and not (isinstance(pkg[key], list) and all(isinstance(d, str) for d in pkg[key])):
             raise SpecError(f"{where}: '{key}' must be a list of strings")
     for entry in pkg.get("files", []) or []:
-        kinds = [k for k in ("content", "src", "link") if k in entry]
+        kinds = [k for k in ("content", "src", "link", "wheel") if k in entry] if isinstance(entry, dict) else []
         if not isinstance(entry, dict) or not str(entry.get("path", "")).startswith("/") or len(kinds) != 1:
-            raise SpecError(f"{where}: each file needs an absolute 'path' and exactly one of content, src, link ({entry!r})")
+            raise SpecError(f"{where}: each file needs an absolute 'path' and exactly one of "
+                            f"content, src, link, wheel ({entry!r})")
+        if "wheel" in entry and (entry["wheel"] not in wheels or not isinstance(entry.get("member"), str)):
+            raise SpecError(f"{where}: file {entry['path']} names wheel {entry['wheel']!r}, which needs an entry "
+                            f"under 'wheels' and a 'member' path inside it")
 
 
 def _subst(text: str, values: dict) -> str:
@@ -162,7 +259,8 @@ def _description(pkg: dict, vendor: str) -> str:
     return "\n".join(out)
 
 
-def build_deb(pkg: dict, arch: str, vendor: str, stage: Path, dest_dir: Path) -> Path:
+def build_deb(pkg: dict, arch: str, vendor: str, stage: Path, dest_dir: Path,
+              wheels: dict | None = None) -> Path:
     """Build one .deb from its spec entry; returns its path."""
     architecture = pkg.get("architecture", "native")
     architecture = arch if architecture == "native" else architecture
@@ -179,7 +277,9 @@ def build_deb(pkg: dict, arch: str, vendor: str, stage: Path, dest_dir: Path) ->
         if "link" in entry:
             target.symlink_to(_subst(entry["link"], values))
             continue
-        if "src" in entry:
+        if "wheel" in entry:
+            data = _wheel_member(wheels or {}, entry, pkg["name"])
+        elif "src" in entry:
             try:
                 data = (ROOT / entry["src"]).read_bytes()
             except OSError as exc:
@@ -220,7 +320,8 @@ def build_deb(pkg: dict, arch: str, vendor: str, stage: Path, dest_dir: Path) ->
         path.write_text(_subst(body, values))
         path.chmod(0o755)
     deb = dest_dir / f"{pkg['name']}_{version.split(':', 1)[-1]}_{architecture}.deb"
-    subprocess.run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root), str(deb)],
+    level = ["-z1"] if size > BIG_PACKAGE else []
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-Zgzip", *level, "--build", str(root), str(deb)],
                    check=True, capture_output=True)
     return deb
 
@@ -267,8 +368,8 @@ def _gpg(home: Path, *args: str, stdin: bytes | None = None) -> bytes:
     return result.stdout
 
 
-def build(spec_path: Path, out: Path) -> None:
-    spec = load_spec(spec_path)
+def build(spec_paths: list[Path], out: Path) -> None:
+    spec = load_spec(spec_paths)
     arch = native_arch()
     vendor = spec.get("vendor", "NVIDIA")
     now = dt.datetime.now(dt.timezone.utc)
@@ -288,7 +389,7 @@ def build(spec_path: Path, out: Path) -> None:
             repo_dir = new / _subst(repo["path"], {"arch": arch})
             repo_dir.mkdir(parents=True)
             stage = work / "stage" / repo["name"]
-            debs = [build_deb(p, arch, repo.get("vendor", vendor), stage, repo_dir)
+            debs = [build_deb(p, arch, repo.get("vendor", vendor), stage, repo_dir, spec["wheels"])
                     for p in repo["packages"]]
             packages = packages_index(debs, repo_dir).encode()
             buf = io.BytesIO()
@@ -303,9 +404,9 @@ def build(spec_path: Path, out: Path) -> None:
             (repo_dir / "Release.gpg").write_bytes(_gpg(home, "--armor", "--detach-sign", "--digest-algo", "SHA256", stdin=release))
         (new / "README").write_text(
             "Lockstep TEST STAND-IN apt repositories, built by tests/standin/build_apt_repo.py\n"
-            f"from {spec_path.name} on {now.isoformat(timespec='seconds')}. Not NVIDIA's packages.\n"
+            f"from {', '.join(p.name for p in spec_paths)} on {now.isoformat(timespec='seconds')}. Not NVIDIA's packages.\n"
             f"Signed with a throwaway key whose secret half no longer exists ({keyring}.gpg).\n")
-        (new / ".stamp").write_text(inputs_hash(spec_path, spec, arch) + "\n")
+        (new / ".stamp").write_text(inputs_hash(spec_paths, spec, arch) + "\n")
         for path in [new, *new.rglob("*")]:
             if not path.is_symlink():
                 path.chmod(0o755 if path.is_dir() else 0o644)
@@ -325,10 +426,11 @@ def build(spec_path: Path, out: Path) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def inputs_hash(spec_path: Path, spec: dict, arch: str) -> str:
+def inputs_hash(spec_paths: list[Path], spec: dict, arch: str) -> str:
     digest = hashlib.sha256()
     digest.update(Path(__file__).read_bytes())
-    digest.update(spec_path.read_bytes())
+    for path in spec_paths:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
     digest.update(arch.encode())
     for repo in spec["repositories"]:
         for pkg in repo["packages"]:
@@ -338,32 +440,34 @@ def inputs_hash(spec_path: Path, spec: dict, arch: str) -> str:
     return digest.hexdigest()
 
 
-def up_to_date(spec_path: Path, out: Path) -> bool:
+def up_to_date(spec_paths: list[Path], out: Path) -> bool:
     stamp = out / ".stamp"
     if not stamp.is_file():
         return False
     try:
-        spec = load_spec(spec_path)
-        return stamp.read_text().strip() == inputs_hash(spec_path, spec, native_arch())
+        spec = load_spec(spec_paths)
+        return stamp.read_text().strip() == inputs_hash(spec_paths, spec, native_arch())
     except (SpecError, OSError):
         return False
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--spec", type=Path, default=DEFAULT_SPEC, help="YAML spec (default: %(default)s)")
+    parser.add_argument("--spec", type=Path, action="append",
+                        help="YAML spec; repeat for several (default: every tests/standin/*.yml)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default: %(default)s)")
     parser.add_argument("--force", action="store_true", help="rebuild even if the spec is unchanged")
     args = parser.parse_args(argv)
     _need("dpkg-deb", "dpkg")
     _need("gpg", "gnupg")
     _need("gpg-agent", "gpg-agent")
-    spec_path, out = args.spec.resolve(), args.out.resolve()
-    if not args.force and up_to_date(spec_path, out):
+    spec_paths = [p.resolve() for p in (args.spec or default_specs())]
+    out = args.out.resolve()
+    if not args.force and up_to_date(spec_paths, out):
         print(f"stand-in apt repository {out} is up to date")
         return 0
     try:
-        build(spec_path, out)
+        build(spec_paths, out)
     except SpecError as exc:
         print(f"build_apt_repo: {exc}", file=sys.stderr)
         return 2

@@ -11,6 +11,8 @@ import hashlib
 import importlib.util
 import shutil
 import subprocess
+import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -158,3 +160,70 @@ def test_spec_errors_name_the_package_and_field(tmp_path, capsys, package, words
     assert bar.main(["--spec", str(spec), "--out", str(tmp_path / "out")]) == 2
     assert words in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_specs_naming_one_repository_are_merged(tmp_path):
+    a = _write(tmp_path / "a.yml", """\
+        repositories:
+          - {name: cuda, path: cuda/x86_64, stands_in_for: https://example.invalid/cuda,
+             packages: [{name: cuda-toolkit-12-1, version: 12.1.1-1, description: toolkit}]}
+        """)
+    b = _write(tmp_path / "b.yml", """\
+        repositories:
+          - {name: cuda, path: cuda/x86_64,
+             packages: [{name: libnccl2, version: 2.18.3-1+cuda12.1, description: nccl}]}
+        """)
+    spec = bar.load_spec([a, b])
+    assert [r["name"] for r in spec["repositories"]] == ["cuda"]
+    assert [p["name"] for p in spec["repositories"][0]["packages"]] == ["cuda-toolkit-12-1", "libnccl2"]
+    c = _write(tmp_path / "c.yml", """\
+        repositories:
+          - {name: cuda, path: elsewhere, packages: []}
+        """)
+    with pytest.raises(bar.SpecError, match="repository cuda: path 'elsewhere' differs"):
+        bar.load_spec([a, c])
+    with pytest.raises(bar.SpecError, match="cuda-toolkit-12-1 12.1.1-1 listed twice"):
+        bar.load_spec([a, a])
+
+
+def _wheel(cache: Path) -> tuple[str, str]:
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / "demo-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("demo/bin/tool", "#!/bin/sh\necho real\n")
+    return path.name, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_files_come_from_a_wheel_checked_by_sha256(tmp_path, monkeypatch):
+    cache = tmp_path / "wheels"
+    filename, sha = _wheel(cache)
+    monkeypatch.setattr(bar, "WHEEL_CACHE", cache)
+    wheels = {"demo": {"requirement": "demo==1.0", "filename": filename, "sha256": sha}}
+    entry = {"path": "/usr/bin/tool", "wheel": "demo", "member": "demo/bin/tool"}
+    assert bar._wheel_member(wheels, entry, "pkg") == b"#!/bin/sh\necho real\n"
+    with pytest.raises(bar.SpecError, match="demo/bin/other is not in demo-1.0"):
+        bar._wheel_member(wheels, dict(entry, member="demo/bin/other"), "pkg")
+    bad = {"demo": dict(wheels["demo"], sha256="0" * 64, requirement="lockstep-no-such-wheel==0")}
+    monkeypatch.setattr(bar.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", "no index"))
+    with pytest.raises(bar.SpecError, match="pip download did not produce"):
+        bar._wheel_member(bad, entry, "pkg")
+
+
+def test_a_file_naming_an_undeclared_wheel_is_refused(tmp_path):
+    spec = _write(tmp_path / "s.yml", """\
+        repositories:
+          - name: r
+            path: r
+            packages:
+              - name: pp
+                version: 1-1
+                description: pp
+                files: [{path: /usr/bin/ptxas, wheel: nvcc, member: nvidia/cuda_nvcc/bin/ptxas}]
+        """)
+    with pytest.raises(bar.SpecError, match="names wheel 'nvcc', which needs an entry under 'wheels'"):
+        bar.load_spec([spec])
