@@ -23,7 +23,7 @@ from conftest import node
 ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
 EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
-STANDIN = ROOT / ".cache" / "standin-apt"
+STANDIN = ROOT / ".cache" / "standin-apt-docker"
 NODES = ("dk1", "dk2", "dk3")
 RUNTIME = "/usr/bin/nvidia-container-runtime"
 TOOLKIT = ["nvidia-container-toolkit", "nvidia-container-toolkit-base",
