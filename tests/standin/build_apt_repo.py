@@ -19,6 +19,7 @@ Output (default ``.cache/standin-apt/`` under the repository root)::
 
     lockstep-standin.gpg    public keyring (binary) for Signed-By
     lockstep-standin.asc    the same key, ASCII-armoured
+    lockstep-standin.fpr    its fingerprint (for roles that pin the key's fingerprint)
     <repo path>/            one flat repository per spec entry, laid out like
                             the real one (e.g. libnvidia-container/stable/deb/amd64):
                             *.deb, Packages, Packages.gz, Release, InRelease, Release.gpg
@@ -385,6 +386,9 @@ def build(spec_paths: list[Path], out: Path) -> None:
         keyring = spec.get("keyring", "lockstep-standin")
         (new / f"{keyring}.gpg").write_bytes(_gpg(home, "--export"))
         (new / f"{keyring}.asc").write_bytes(_gpg(home, "--armor", "--export"))
+        colons = _gpg(home, "--with-colons", "--list-keys").decode()
+        fingerprint = next(line.split(":")[9] for line in colons.splitlines() if line.startswith("fpr:"))
+        (new / f"{keyring}.fpr").write_text(fingerprint + "\n")
         for repo in spec["repositories"]:
             repo_dir = new / _subst(repo["path"], {"arch": arch})
             repo_dir.mkdir(parents=True)

@@ -95,6 +95,10 @@ def test_release_hashes_and_signatures_verify_with_the_exported_keyring(repo):
                                str(flat(repo) / "Release")], capture_output=True, text=True, check=False)
     assert detached.returncode == 0, detached.stderr
     assert (repo / "lockstep-standin.asc").read_text().startswith("-----BEGIN PGP PUBLIC KEY BLOCK-----")
+    shown = subprocess.run(["gpg", "--show-keys", "--with-colons", str(keyring)], capture_output=True,
+                           text=True, check=True).stdout
+    fingerprint = next(line.split(":")[9] for line in shown.splitlines() if line.startswith("fpr:"))
+    assert (repo / "lockstep-standin.fpr").read_text().strip() == fingerprint
 
 
 def test_no_secret_key_and_no_build_leftovers(repo):
