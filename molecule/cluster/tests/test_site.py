@@ -1,0 +1,42 @@
+"""The whole stack site.yml leaves on every node, and verify.yml's view of it.
+
+The role scenarios (molecule/docker, nvidia, nccl, conda) test each role's
+behaviours; here the roles run together, in site.yml's order, on one cluster.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import ansible_playbook
+
+NODES = ("dp1", "dp2", "dp3")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reports")
+    result = ansible_playbook("playbooks/verify.yml", "-e", f"verify_reports_dir={out}")
+    assert result.returncode == 0, result.stdout[-3000:]
+    return json.loads((out / "drift.json").read_text())
+
+
+def test_dockerd_runs_with_the_nvidia_runtime_as_default(host):
+    assert host.service("docker").is_running
+    info = json.loads(host.check_output("docker info --format '{{json .}}'"))
+    assert info["DefaultRuntime"] == "nvidia"
+    runtime = info["Runtimes"]["nvidia"]["path"]
+    assert runtime == "/usr/bin/nvidia-container-runtime"  # roles/docker/defaults: docker_nvidia_runtime_path
+    assert host.file(runtime).mode & 0o111
+
+
+def test_verify_reports_one_docker_stack_on_every_node(report, host):
+    by_component = report["by_component"]
+    version = json.loads(host.check_output("docker version --format '{{json .Server}}'"))["Version"]
+    assert by_component["docker.server_version"]["expected"] == version
+    assert by_component["docker.default_runtime"]["expected"] == "nvidia"
+    for component in ("docker.server_version", "docker.default_runtime", "docker.nvidia_container_toolkit"):
+        assert by_component[component]["deviating_hosts"] == [], component
+        values = by_component[component]["values"]
+        assert len(values) == 1 and sorted(values[0]["hosts"]) == list(NODES), (component, values)
