@@ -52,6 +52,8 @@ from ansible.module_utils.lockstep_rdma import parse_ibstat
 
 NVIDIA_SMI = "nvidia-smi-q-x.xml"
 PROC_DRIVER = "proc-driver-nvidia-version.txt"
+#: nvidia-smi's exit status when the kernel module is not loaded (nvidia-smi(1)).
+NVIDIA_SMI_NOT_LOADED = 9
 NVCC = "nvcc-version.txt"
 PTXAS = "ptxas-version.txt"
 CUDA_DEFAULT = "cuda-default.txt"
@@ -204,7 +206,7 @@ def collect_live(
     problems = {}
     timeout_bin = runner.which("timeout") if timeout else None
 
-    def command(name, tool, args, opt_dirs=()):
+    def command(name, tool, args, opt_dirs=(), absent_rc=()):
         exe = runner.which(tool, opt_dirs)
         if not exe:
             return
@@ -219,6 +221,8 @@ def collect_live(
             return
         if timeout_bin and rc in (124, 137):
             problems[name] = f"`{shown}` did not finish within {timeout} s and was killed"
+        elif rc in absent_rc:
+            return
         elif rc != 0:
             problems[name] = f"`{shown}` exited with status {rc}: {_first_line(err, out)}"
         else:
@@ -237,7 +241,11 @@ def collect_live(
                 raw[name] = text
                 return
 
-    command(NVIDIA_SMI, "nvidia-smi", ["-q", "-x"])
+    # nvidia-smi(1): exit status 9 = "NVIDIA driver is not loaded" (installed,
+    # module not loaded: before the reboot, or in a container). That is no
+    # unreadable source: the driver reads as not loaded, its version comes
+    # from the packages.
+    command(NVIDIA_SMI, "nvidia-smi", ["-q", "-x"], absent_rc=(NVIDIA_SMI_NOT_LOADED,))
     read(PROC_DRIVER, where["proc_driver"])
 
     cuda_bin = os.path.join(where["cuda_link"], "bin")
