@@ -7,9 +7,10 @@ behaviours; here the roles run together, in site.yml's order, on one cluster.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
-from conftest import ansible_playbook
+from conftest import ansible_playbook, node
 
 NODES = ("dp1", "dp2", "dp3")
 
@@ -40,3 +41,33 @@ def test_verify_reports_one_docker_stack_on_every_node(report, host):
         assert by_component[component]["deviating_hosts"] == [], component
         values = by_component[component]["values"]
         assert len(values) == 1 and sorted(values[0]["hosts"]) == list(NODES), (component, values)
+
+
+def test_verify_reports_the_declared_gpu_stack_on_every_node(report, hostvars):
+    """Driver, CUDA and NCCL as the inventory declares them, read from NVIDIA's own files."""
+    by_component = report["by_component"]
+    expected = {
+        "driver.version": hostvars["nvidia_driver_version"],
+        "cuda.default": hostvars["cuda_default_version"],
+        "cuda.ptxas": "12.1.105",
+        "nccl.package": f"{hostvars['nccl_version']}+cuda{hostvars['nccl_cuda_version']}",
+        "nccl.header": "2.18.3",
+    }
+    for component, value in expected.items():
+        assert by_component[component]["expected"] == value, component
+        assert by_component[component]["source"] == "declared", component
+        assert by_component[component]["deviating_hosts"] == [], component
+
+
+def test_site_refuses_cuda_121_with_an_old_driver_before_any_node_changes():
+    """playbooks/preflight.yml runs every role's checks on every node first."""
+    sums = "md5sum /etc/apt/preferences.d/* /etc/apt/sources.list.d/* /etc/nccl.conf"
+    before = {n: node(n).check_output(sums) for n in NODES}
+    result = ansible_playbook("site.yml", "-e", "nvidia_driver_version=525.85.12", "-e", "nvidia_driver_branch=525")
+    assert result.returncode != 0
+    assert "530.30.02" in result.output and "525.85.12" in result.output, result.output[-2000:]
+    assert "PLAY [Base state of every cluster node]" not in result.output
+    recap = re.findall(r"changed=(\d+)", result.output)
+    assert recap and set(recap) == {"0"}, recap
+    for n, value in before.items():
+        assert node(n).check_output(sums) == value
