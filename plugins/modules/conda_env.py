@@ -84,11 +84,9 @@ import urllib.request
 import zipfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.lockstep_collect import _conda_env
-from ansible.module_utils.lockstep_conda import entry_sha256, pip_requirements
+from ansible_collections.lockstep.gpu.plugins.module_utils.conda import LOCK_HASH_FILE, entry_sha256, pip_requirements, scan_env
 
 STATE = "lockstep-state.json"
-LOCK_HASH = "lockstep-lock.sha256"
 
 
 class InstallError(Exception):
@@ -293,9 +291,9 @@ def build(module, name, prefix, entry, pkgs_dir, timeout):
         raise
     if os.path.lexists(old):
         shutil.rmtree(old)
-    with open(os.path.join(prefix, "conda-meta", LOCK_HASH), "w") as handle:
+    with open(os.path.join(prefix, "conda-meta", LOCK_HASH_FILE), "w") as handle:
         handle.write(entry["sha256"] + "\n")
-    packages = _conda_env(prefix)["packages_sha256"]
+    packages = scan_env(prefix)["packages_sha256"]
     with open(os.path.join(prefix, "conda-meta", STATE), "w") as handle:
         json.dump({"lock_sha256": entry["sha256"], "packages_sha256": packages}, handle)
     return packages
@@ -305,13 +303,13 @@ def current(prefix):
     """(lock hash, recorded packages hash, actual packages hash) of an installed env."""
     meta = os.path.join(prefix, "conda-meta")
     try:
-        with open(os.path.join(meta, LOCK_HASH)) as handle:
+        with open(os.path.join(meta, LOCK_HASH_FILE)) as handle:
             lock = handle.read().split()[0]
         with open(os.path.join(meta, STATE)) as handle:
             state = json.load(handle)
     except (OSError, ValueError, IndexError):
         return None
-    return lock, state.get("packages_sha256"), _conda_env(prefix)["packages_sha256"]
+    return lock, state.get("packages_sha256"), scan_env(prefix)["packages_sha256"]
 
 
 def main():

@@ -288,13 +288,9 @@ bundle:
 import os  # noqa: E402  (Ansible modules import after their documentation)
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.lockstep_collect import (  # noqa: E402
-    Runner,
-    analyse,
-    collect_from_dir,
-    collect_live,
-    save_bundle,
-)
+from ansible_collections.lockstep.gpu.plugins.module_utils.analyse import analyse  # noqa: E402
+from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import collect_from_dir, save_bundle  # noqa: E402
+from ansible_collections.lockstep.gpu.plugins.module_utils.collect import Runner, collect_live  # noqa: E402
 
 
 class ModuleRunner(Runner):

@@ -2,11 +2,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: Lockstep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Benchmark lockstep_drift on synthetic clusters.
+"""Benchmark the drift analysis (filter lockstep.gpu.drift) on synthetic clusters.
 
 Generates facts for N hosts x C components (a per-host unique component that
 is ignored, a few drifted components on random hosts, a few unreadable and
-missing cells; seeded), times ``lockstep_drift`` (best of R runs) and prints
+missing cells; seeded), times ``drift`` (best of R runs) and prints
 N -> seconds -> microseconds per host.
 
 Exits 1 when 10,000 hosts take >= 1 s, or when the time per host at the
@@ -22,12 +22,8 @@ import argparse
 import random
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "plugins" / "filter"))
-
-from lockstep_drift import lockstep_drift  # noqa: E402
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.drift import drift
 
 LIMIT_10K_S = 1.0
 MAX_PER_HOST_GROWTH = 2.0
@@ -80,11 +76,11 @@ def main(argv=None):
 
     sizes = sorted(set(args.hosts))
     rows = []
-    print(f"lockstep_drift: {args.components} components/host, best of {args.repeat}")
+    print(f"lockstep.gpu.drift: {args.components} components/host, best of {args.repeat}")
     print(f"{'hosts':>8}  {'seconds':>9}  {'us/host':>9}  {'drifts':>7}")
     for n in sizes:
         facts = synthetic_facts(n, args.components)
-        seconds, report = best_of(lambda: lockstep_drift(facts, ignore=["serial"]), args.repeat)
+        seconds, report = best_of(lambda: drift(facts, ignore=["serial"]), args.repeat)
         per_host = seconds / n
         rows.append((n, seconds, per_host))
         print(f"{n:>8}  {seconds:>9.4f}  {per_host * 1e6:>9.2f}  {len(report['drifts']):>7}")

@@ -8,9 +8,9 @@ import json
 import os
 import tarfile
 
-import conda_env
+from ansible_collections.lockstep.gpu.plugins.modules import conda_env
 import pytest
-from ansible.module_utils.lockstep_conda import entry_sha256, pip_requirements
+from ansible_collections.lockstep.gpu.plugins.module_utils.conda import entry_sha256, pip_requirements
 
 PLACEHOLDER = "/opt/anaconda1anaconda2anaconda3"
 

@@ -21,9 +21,12 @@ from pathlib import Path
 
 import pytest
 
-import docker_daemon_config as ddc
+from ansible_collections.lockstep.gpu.plugins.module_utils import docker_daemon, docker_daemon_rules
+from ansible_collections.lockstep.gpu.plugins.modules import docker_daemon_config
 
-MODULE = Path(ddc.__file__)
+MODULE = Path(docker_daemon_config.__file__)
+# The module imports its helpers from the collection, as Ansible ships them.
+COLLECTIONS = str(Path(__file__).resolve().parents[2] / "collections")
 
 # Real: `systemctl show -p ExecStart docker.service` of Debian 12's docker.io.
 DEBIAN_EXECSTART = (
@@ -38,7 +41,7 @@ DEBIAN_EXECSTART = (
 # --------------------------------------------------------------------------
 def test_merge_keeps_keys_it_does_not_manage():
     existing = {"labels": ["site=a"], "max-concurrent-downloads": 7, "log-opts": {"labels": "x"}}
-    merged = ddc.merge(existing, {"live-restore": True, "log-opts": {"max-size": "100m"}})
+    merged = docker_daemon.merge(existing, {"live-restore": True, "log-opts": {"max-size": "100m"}})
     assert merged == {"labels": ["site=a"], "max-concurrent-downloads": 7, "live-restore": True,
                       "log-opts": {"labels": "x", "max-size": "100m"}}
     assert existing == {"labels": ["site=a"], "max-concurrent-downloads": 7, "log-opts": {"labels": "x"}}
@@ -48,47 +51,47 @@ def test_merge_is_recursive_for_runtimes_and_replaces_lists():
     existing = {"runtimes": {"kata": {"path": "/usr/bin/kata-runtime"}}, "registry-mirrors": ["https://old"]}
     settings = {"runtimes": {"nvidia": {"path": "/usr/bin/nvidia-container-runtime", "runtimeArgs": []}},
                 "registry-mirrors": ["https://new"]}
-    merged = ddc.merge(existing, settings)
+    merged = docker_daemon.merge(existing, settings)
     assert sorted(merged["runtimes"]) == ["kata", "nvidia"]
     assert merged["registry-mirrors"] == ["https://new"]
 
 
 def test_replace_takes_the_managed_dict_whole():
-    merged = ddc.merge({"log-opts": {"labels": "x", "max-file": "9"}}, {"log-opts": {"max-file": "3"}},
+    merged = docker_daemon.merge({"log-opts": {"labels": "x", "max-file": "9"}}, {"log-opts": {"max-file": "3"}},
                        replace=["log-opts"])
     assert merged["log-opts"] == {"max-file": "3"}
 
 
 def test_exec_opts_are_merged_by_option_name():
     existing = {"exec-opts": ["native.umask=normal", "native.cgroupdriver=cgroupfs"]}
-    merged = ddc.merge(existing, {"exec-opts": ["native.cgroupdriver=systemd"]})
+    merged = docker_daemon.merge(existing, {"exec-opts": ["native.cgroupdriver=systemd"]})
     assert merged["exec-opts"] == ["native.umask=normal", "native.cgroupdriver=systemd"]
-    assert ddc.merge({}, {"exec-opts": ["native.cgroupdriver=systemd"]})["exec-opts"] == ["native.cgroupdriver=systemd"]
+    assert docker_daemon.merge({}, {"exec-opts": ["native.cgroupdriver=systemd"]})["exec-opts"] == ["native.cgroupdriver=systemd"]
 
 
 def test_remove_top_level_nested_and_exec_opt():
     existing = {"default-runtime": "nvidia", "runtimes": {"nvidia": {"path": "x"}, "kata": {"path": "y"}},
                 "exec-opts": ["native.cgroupdriver=systemd", "native.umask=normal"]}
-    merged = ddc.merge(existing, {}, remove=["default-runtime", "runtimes.nvidia",
+    merged = docker_daemon.merge(existing, {}, remove=["default-runtime", "runtimes.nvidia",
                                               "exec-opts.native.cgroupdriver", "not-there", "runtimes.absent"])
     assert merged == {"runtimes": {"kata": {"path": "y"}}, "exec-opts": ["native.umask=normal"]}
 
 
 def test_render_sorts_keys_and_ends_with_a_newline():
-    text = ddc.render({"b": 1, "a": {"z": 1, "y": 2}})
+    text = docker_daemon.render({"b": 1, "a": {"z": 1, "y": 2}})
     assert text == '{\n  "a": {\n    "y": 2,\n    "z": 1\n  },\n  "b": 1\n}\n'
-    assert ddc.render(json.loads(text)) == text
+    assert docker_daemon.render(json.loads(text)) == text
 
 
 @pytest.mark.parametrize("text", ["", "  \n"])
 def test_an_empty_file_is_an_empty_config(text):
-    assert ddc.parse_existing(text) == {}
+    assert docker_daemon.parse_existing(text) == {}
 
 
 @pytest.mark.parametrize("text, words", [('{"a": 1,}', "not valid JSON"), ("[1, 2]", "JSON list")])
 def test_an_unreadable_file_is_refused_not_overwritten(text, words):
-    with pytest.raises(ddc.ConfigError, match=words):
-        ddc.parse_existing(text, "/etc/docker/daemon.json")
+    with pytest.raises(docker_daemon.ConfigError, match=words):
+        docker_daemon.parse_existing(text, "/etc/docker/daemon.json")
 
 
 # --------------------------------------------------------------------------
@@ -169,7 +172,7 @@ REJECTED_BY_DOCKERD_20_10 = [
 @pytest.mark.parametrize("config, words", REJECTED_BY_DOCKERD_20_10,
                          ids=[json.dumps(c)[:60] for c, _ in REJECTED_BY_DOCKERD_20_10])
 def test_what_dockerd_20_10_rejects_is_rejected_naming_the_option(config, words):
-    errors = ddc.check_dockerd_20_10(config)
+    errors = docker_daemon_rules.check_dockerd_20_10(config)
     assert any(words in e for e in errors), errors
 
 
@@ -190,7 +193,7 @@ ACCEPTED_BY_DOCKERD_20_10 = [
 
 @pytest.mark.parametrize("config", ACCEPTED_BY_DOCKERD_20_10, ids=[json.dumps(c)[:60] for c in ACCEPTED_BY_DOCKERD_20_10])
 def test_what_dockerd_20_10_accepts_passes(config):
-    assert ddc.check_dockerd_20_10(config) == []
+    assert docker_daemon_rules.check_dockerd_20_10(config) == []
 
 
 WRONG = {"bool": "x", "int": "x", "string": 5, "list": "x", "strmap": {"a": 1}, "features": {"a": "x"},
@@ -199,17 +202,17 @@ RIGHT = {"bool": False, "int": 1, "string": "", "list": [], "strmap": {}, "featu
          "runtimes": {}, "ulimits": {}, "address-pools": []}
 
 
-@pytest.mark.parametrize("name", sorted(ddc.DOCKERD_20_10))
+@pytest.mark.parametrize("name", sorted(docker_daemon_rules.DOCKERD_20_10))
 def test_option_table_types(name):
     # Each wrong value was rejected by dockerd 20.10 as a JSON type error and each
     # right one accepted - except containerd-plugins-namespace and restart, flags
     # without a field in dockerd's Config, which it accepts with any value and
     # ignores (checking their type here is stricter, never looser), and
     # default-shm-size, whose right value is a size such as "64M".
-    kind = ddc.DOCKERD_20_10[name]
-    assert any(f"'{name}" in e for e in ddc.check_dockerd_20_10({name: WRONG[kind]}))
+    kind = docker_daemon_rules.DOCKERD_20_10[name]
+    assert any(f"'{name}" in e for e in docker_daemon_rules.check_dockerd_20_10({name: WRONG[kind]}))
     right = "64M" if name == "default-shm-size" else RIGHT[kind]
-    assert ddc.check_dockerd_20_10({name: right}) == []
+    assert docker_daemon_rules.check_dockerd_20_10({name: right}) == []
 
 
 @pytest.mark.parametrize("flag, key", [("registry-mirror", "registry-mirrors"), ("label", "labels"),
@@ -217,16 +220,16 @@ def test_option_table_types(name):
 def test_a_flag_name_in_the_file_is_named_with_the_right_key(flag, key):
     # dockerd 20.10 accepted {"registry-mirror": [...], "label": [...], "exec-opt": [...]}
     # and silently ignored them: the mirror was never used.
-    (error,) = ddc.check_dockerd_20_10({flag: ["x"]})
+    (error,) = docker_daemon_rules.check_dockerd_20_10({flag: ["x"]})
     assert f"'{flag}'" in error and f"'{key}'" in error
 
 
 def test_command_line_only_flags_are_refused():
-    assert "command-line flag" in ddc.check_dockerd_20_10({"config-file": "/x"})[0]
+    assert "command-line flag" in docker_daemon_rules.check_dockerd_20_10({"config-file": "/x"})[0]
 
 
 def test_conflicting_labels():
-    errors = ddc.check_dockerd_20_10({"labels": ["a=b", "a=c"]})
+    errors = docker_daemon_rules.check_dockerd_20_10({"labels": ["a=b", "a=c"]})
     assert errors and "conflicting values for label 'a'" in errors[0]
 
 
@@ -234,23 +237,23 @@ def test_conflicting_labels():
 # Engine-independent checks
 # --------------------------------------------------------------------------
 def _any(config, keys=(), exists=lambda p: True):
-    return ddc.check_any_engine(config, keys, path_exists=exists)
+    return docker_daemon_rules.check_any_engine(config, keys, path_exists=exists)
 
 
 def test_a_directive_also_given_on_the_command_line_is_refused():
     # dockerd 20.10, started with -H unix:///tmp/t.sock and {"hosts": [...]} in the file:
     # "the following directives are specified both as a flag and in the configuration file: hosts"
-    keys = ddc.command_line_keys(DEBIAN_EXECSTART)
+    keys = docker_daemon.command_line_keys(DEBIAN_EXECSTART)
     errors, _ = _any({"hosts": ["tcp://0.0.0.0:2375"], "containerd": "/x.sock",
                       "runtimes": {"nvidia": {"path": "/bin/true"}}}, keys)
     assert [e.split(":")[0] for e in errors] == ["daemon.json option 'containerd'", "daemon.json option 'hosts'"]
 
 
 def test_command_line_keys_of_real_and_other_units():
-    assert ddc.command_line_keys(DEBIAN_EXECSTART) == {"hosts", "containerd"}
-    assert ddc.command_line_keys(DEBIAN_EXECSTART, {"DOCKER_OPTS": "--dns 8.8.8.8 -s overlay2 --label=a=b"}) == {
+    assert docker_daemon.command_line_keys(DEBIAN_EXECSTART) == {"hosts", "containerd"}
+    assert docker_daemon.command_line_keys(DEBIAN_EXECSTART, {"DOCKER_OPTS": "--dns 8.8.8.8 -s overlay2 --label=a=b"}) == {
         "hosts", "containerd", "dns", "storage-driver", "labels"}
-    assert ddc.command_line_keys("/usr/bin/dockerd --add-runtime nvidia=/x") == {"runtimes"}
+    assert docker_daemon.command_line_keys("/usr/bin/dockerd --add-runtime nvidia=/x") == {"runtimes"}
     # runtimes from flags and file are merged by dockerd, never a conflict.
     assert _any({"runtimes": {"nvidia": {"path": "/x"}}}, {"runtimes"})[0] == []
 
@@ -311,8 +314,8 @@ def test_missing_default_runtime_binary_is_an_error_other_runtimes_a_warning():
 
 
 def test_good_config_passes_everything():
-    assert ddc.check_dockerd_20_10(GOOD) == []
-    assert _any(GOOD, ddc.command_line_keys(DEBIAN_EXECSTART)) == ([], [])
+    assert docker_daemon_rules.check_dockerd_20_10(GOOD) == []
+    assert _any(GOOD, docker_daemon.command_line_keys(DEBIAN_EXECSTART)) == ([], [])
 
 
 # --------------------------------------------------------------------------
@@ -320,13 +323,13 @@ def test_good_config_passes_everything():
 # --------------------------------------------------------------------------
 def test_engine_version_and_validate_flag():
     # Real `dockerd --version` of Debian 12's docker.io.
-    assert ddc.parse_engine_version("Docker version 20.10.24+dfsg1, build 5d6db84") == "20.10.24"
-    assert not ddc.has_validate_flag("20.10.24")
+    assert docker_daemon.parse_engine_version("Docker version 20.10.24+dfsg1, build 5d6db84") == "20.10.24"
+    assert not docker_daemon.has_validate_flag("20.10.24")
     # Docker CE numbers its releases 23.0, 24.0, ... (no real output at hand: format only).
-    assert ddc.parse_engine_version("Docker version 26.1.4, build xxxxxxx") == "26.1.4"
-    assert ddc.has_validate_flag("23.0.0") and ddc.has_validate_flag("26.1.4")
-    assert ddc.parse_engine_version("no version here") is None
-    assert not ddc.has_validate_flag(None)
+    assert docker_daemon.parse_engine_version("Docker version 26.1.4, build xxxxxxx") == "26.1.4"
+    assert docker_daemon.has_validate_flag("23.0.0") and docker_daemon.has_validate_flag("26.1.4")
+    assert docker_daemon.parse_engine_version("no version here") is None
+    assert not docker_daemon.has_validate_flag(None)
 
 
 # --------------------------------------------------------------------------
@@ -338,7 +341,8 @@ def run_module(tmp_path: Path, check: bool = False, path_dirs=(), **args):
                                            _ansible_tmpdir=str(tmp_path))}
     args_file = tmp_path / "args.json"
     args_file.write_text(json.dumps(payload))
-    env = dict(os.environ, PATH=os.pathsep.join([*map(str, path_dirs), "/usr/bin", "/bin"]))
+    env = dict(os.environ, PATH=os.pathsep.join([*map(str, path_dirs), "/usr/bin", "/bin"]),
+               PYTHONPATH=COLLECTIONS)
     done = subprocess.run([sys.executable, str(MODULE), str(args_file)], capture_output=True, text=True,
                           env=env, check=False)
     return json.loads(done.stdout)
@@ -355,7 +359,7 @@ def test_module_merges_writes_sorted_and_is_idempotent(tmp_path):
     assert json.loads(path.read_text()) == {"data-root": "/var/lib/docker", "live-restore": True,
                                             "log-opts": {"max-file": "3", "max-size": "100m"},
                                             "max-concurrent-downloads": 7}
-    assert path.read_text() == ddc.render(json.loads(path.read_text()))
+    assert path.read_text() == docker_daemon.render(json.loads(path.read_text()))
     second = run_module(tmp_path, path=str(path), settings=settings, engine_version="20.10.24")
     assert second["changed"] is False, second
     assert [p.name for p in path.parent.iterdir()] == ["daemon.json"]  # no candidate left behind

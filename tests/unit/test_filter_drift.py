@@ -1,11 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: Lockstep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Tests for plugins/filter/lockstep_drift.py."""
+"""Tests for plugins/filter/drift.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import time
 from pathlib import Path
@@ -13,14 +12,12 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 
-import lockstep_drift as ld
-from lockstep_drift import (
-    lockstep_drift,
-    lockstep_drift_html,
-    lockstep_drift_line,
-    lockstep_drift_markdown,
-    lockstep_drift_table,
-)
+from ansible_collections.lockstep.gpu.plugins.filter import drift_report as ld
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.drift import drift
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.report import drift_line
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_html import drift_html
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_markdown import drift_markdown
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_table import drift_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +48,7 @@ def _cluster(n=5, **overrides):
 
 
 def test_uniform_cluster_is_ok():
-    report = lockstep_drift(_cluster(), ignore=["hostname"])
+    report = drift(_cluster(), ignore=["hostname"])
     assert report["ok"] is True
     assert report["drifts"] == []
     assert report["hosts"] == ["gpu01", "gpu02", "gpu03", "gpu04", "gpu05"]
@@ -65,7 +62,7 @@ def test_uniform_cluster_is_ok():
 
 def test_majority_flags_the_odd_host():
     facts = _cluster(gpu03={"driver": "535.104.05"})
-    report = lockstep_drift(facts, ignore=["hostname"])
+    report = drift(facts, ignore=["hostname"])
     assert report["ok"] is False
     assert report["drifts"] == [
         {
@@ -91,7 +88,7 @@ def test_tie_goes_to_first_sorted_host_and_others_are_reported():
         "d-node": {"kernel": "6.1.0-25"},
         "c-node": {"kernel": "6.1.0-21"},
     }
-    report = lockstep_drift(facts)
+    report = drift(facts)
     info = report["by_component"]["kernel"]
     assert info["expected"] == "6.1.0-21"  # held by a-node, first in sorted order
     assert info["tie"] is True
@@ -105,7 +102,7 @@ def test_tie_goes_to_first_sorted_host_and_others_are_reported():
 def test_three_way_tie_is_deterministic_regardless_of_input_order():
     facts = {"h3": {"x": "c"}, "h1": {"x": "b"}, "h2": {"x": "a"}}
     for order in (["h3", "h1", "h2"], ["h1", "h2", "h3"], ["h2", "h3", "h1"]):
-        report = lockstep_drift({h: facts[h] for h in order})
+        report = drift({h: facts[h] for h in order})
         assert report["expected"]["x"] == "b"
         assert report["by_component"]["x"]["deviating_hosts"] == ["h2", "h3"]
 
@@ -113,7 +110,7 @@ def test_three_way_tie_is_deterministic_regardless_of_input_order():
 def test_missing_component_is_drift():
     facts = _cluster()
     del facts["gpu02"]["nccl"]
-    report = lockstep_drift(facts, ignore=["hostname"])
+    report = drift(facts, ignore=["hostname"])
     d = _by(report)[("gpu02", "nccl")]
     assert d["reason"] == "missing"
     assert d["actual"] is None
@@ -124,7 +121,7 @@ def test_missing_component_is_drift():
 def test_component_on_a_minority_of_hosts_is_unexpected():
     facts = _cluster()
     facts["gpu04"]["debug_pkg"] = "1.0"
-    report = lockstep_drift(facts, ignore=["hostname"])
+    report = drift(facts, ignore=["hostname"])
     d = _by(report)[("gpu04", "debug_pkg")]
     assert d["reason"] == "unexpected"
     assert d["actual"] == "1.0"
@@ -141,7 +138,7 @@ def test_unreadable_is_drift_and_does_not_vote():
         "n3": {"driver": {"error": "timeout"}},
         "n4": {"driver": "535.261.03"},
     }
-    report = lockstep_drift(facts)
+    report = drift(facts)
     assert report["expected"]["driver"] == "535.261.03"
     by = _by(report)
     assert by[("n1", "driver")]["reason"] == "unreadable"
@@ -152,7 +149,7 @@ def test_unreadable_is_drift_and_does_not_vote():
 
 
 def test_all_unreadable_has_no_expectation():
-    report = lockstep_drift({"n1": {"gpu": {"error": "x"}}, "n2": {"gpu": {"error": "y"}}})
+    report = drift({"n1": {"gpu": {"error": "x"}}, "n2": {"gpu": {"error": "y"}}})
     info = report["by_component"]["gpu"]
     assert info["source"] == "none" and info["expected"] is None
     assert {d["reason"] for d in report["drifts"]} == {"unreadable"}
@@ -160,14 +157,14 @@ def test_all_unreadable_has_no_expectation():
 
 def test_types_are_not_conflated():
     facts = {"a": {"flag": True}, "b": {"flag": True}, "c": {"flag": 1}}
-    report = lockstep_drift(facts)
+    report = drift(facts)
     assert report["expected"]["flag"] is True
     assert _by(report)[("c", "flag")]["actual"] == 1
 
 
 def test_none_is_a_value_not_absence():
     facts = {"a": {"mig": None}, "b": {"mig": None}, "c": {}}
-    report = lockstep_drift(facts)
+    report = drift(facts)
     assert report["expected"]["mig"] is None
     assert report["by_component"]["mig"]["absent"] is False
     assert _by(report)[("c", "mig")]["reason"] == "missing"
@@ -180,7 +177,7 @@ def test_none_is_a_value_not_absence():
 
 def test_declared_wins_even_when_the_whole_cluster_agrees():
     facts = _cluster(3)
-    report = lockstep_drift(facts, expected={"driver": "550.54.15"}, ignore=["hostname"])
+    report = drift(facts, expected={"driver": "550.54.15"}, ignore=["hostname"])
     info = report["by_component"]["driver"]
     assert info["source"] == "declared"
     assert info["expected"] == "550.54.15"
@@ -195,12 +192,12 @@ def test_declared_wins_even_when_the_whole_cluster_agrees():
 
 def test_declared_number_matches_string_fact():
     facts = _cluster(2)
-    report = lockstep_drift(facts, expected={"cuda": 12.2}, ignore=["hostname"])
+    report = drift(facts, expected={"cuda": 12.2}, ignore=["hostname"])
     assert report["ok"] is True
 
 
 def test_declared_component_missing_everywhere():
-    report = lockstep_drift(
+    report = drift(
         _cluster(2), expected={"fabricmanager": "535.261.03"}, ignore=["hostname"]
     )
     assert "fabricmanager" in report["components"]
@@ -217,7 +214,7 @@ def test_declared_min_constraint_uses_version_comparison():
         gpu03={"driver": "525.85.12"},
         gpu04={"driver": "535.104.05"},
     )
-    report = lockstep_drift(facts, expected={"driver": {"min": "530.30.02"}}, ignore=["hostname"])
+    report = drift(facts, expected={"driver": {"min": "530.30.02"}}, ignore=["hostname"])
     assert report["by_component"]["driver"]["deviating_hosts"] == ["gpu03"]
     d = _by(report)[("gpu03", "driver")]
     assert d["expected"] == {"min": "530.30.02"} and d["actual"] == "525.85.12"
@@ -230,31 +227,31 @@ def test_declared_version_prefix_and_max():
         "c": {"cuda": "12.10.1"},
         "d": {"cuda": "12.2.140"},
     }
-    report = lockstep_drift(facts, expected={"cuda": {"version_prefix": "12.1"}})
+    report = drift(facts, expected={"cuda": {"version_prefix": "12.1"}})
     assert report["by_component"]["cuda"]["deviating_hosts"] == ["c", "d"]
-    report = lockstep_drift(facts, expected={"cuda": {"max": "12.2"}})
+    report = drift(facts, expected={"cuda": {"max": "12.2"}})
     assert report["by_component"]["cuda"]["deviating_hosts"] == ["c", "d"]
 
 
 def test_declared_debian_scheme_and_one_of():
     facts = {"a": {"nccl": "2.18.3-1+cuda12.1"}, "b": {"nccl": "2.18.3-1~bpo"}, "c": {"nccl": "x"}}
-    report = lockstep_drift(facts, expected={"nccl": {"min": "2.18.3-1", "scheme": "debian"}})
+    report = drift(facts, expected={"nccl": {"min": "2.18.3-1", "scheme": "debian"}})
     # ~bpo sorts before the release; "x" is not a version (and is below any).
     assert report["by_component"]["nccl"]["deviating_hosts"] == ["b", "c"]
-    report = lockstep_drift(facts, expected={"nccl": {"one_of": ["x", "2.18.3-1~bpo"]}})
+    report = drift(facts, expected={"nccl": {"one_of": ["x", "2.18.3-1~bpo"]}})
     assert report["by_component"]["nccl"]["deviating_hosts"] == ["a"]
 
 
 def test_declared_absent():
     facts = {"a": {"nouveau": "loaded"}, "b": {}}
-    report = lockstep_drift(facts, expected={"nouveau": {"absent": True}})
+    report = drift(facts, expected={"nouveau": {"absent": True}})
     assert [(d["host"], d["reason"]) for d in report["drifts"]] == [("a", "unexpected")]
 
 
 def test_declared_overrides_ignore():
     facts = {"a": {"serial": "1"}, "b": {"serial": "2"}}
-    assert lockstep_drift(facts, ignore=["serial"])["ok"] is True
-    report = lockstep_drift(facts, expected={"serial": "1"}, ignore=["serial"])
+    assert drift(facts, ignore=["serial"])["ok"] is True
+    report = drift(facts, expected={"serial": "1"}, ignore=["serial"])
     assert [d["host"] for d in report["drifts"]] == ["b"]
 
 
@@ -280,12 +277,12 @@ def test_ignore_patterns():
             "driver": "1",
         },
     }
-    report = lockstep_drift(facts, ignore=["*_uuid", "*serial*", "hostname"])
+    report = drift(facts, ignore=["*_uuid", "*serial*", "hostname"])
     assert report["ok"] is True
     assert report["components"] == ["driver"]
     assert report["ignored"] == ["board_serial", "gpu0_uuid", "gpu1_uuid", "hostname"]
     # Case-sensitive, whole-name match.
-    report = lockstep_drift(facts, ignore=["*UUID", "host"])
+    report = drift(facts, ignore=["*UUID", "host"])
     assert {d["component"] for d in report["drifts"]} == {
         "gpu0_uuid",
         "gpu1_uuid",
@@ -296,7 +293,7 @@ def test_ignore_patterns():
 
 def test_ignore_accepts_a_single_string():
     facts = {"a": {"hostname": "a"}, "b": {"hostname": "b"}}
-    assert lockstep_drift(facts, ignore="hostname")["ok"] is True
+    assert drift(facts, ignore="hostname")["ok"] is True
 
 
 # --------------------------------------------------------------------------- #
@@ -306,17 +303,17 @@ def test_ignore_accepts_a_single_string():
 
 def test_bad_inputs_name_the_value():
     with pytest.raises(AnsibleFilterError, match="facts must be a mapping"):
-        lockstep_drift(["a", "b"])
+        drift(["a", "b"])
     with pytest.raises(AnsibleFilterError, match="'n1'"):
-        lockstep_drift({"n1": "not a dict"})
+        drift({"n1": "not a dict"})
     with pytest.raises(AnsibleFilterError, match=r"'gpus' on host 'n1'"):
-        lockstep_drift({"n1": {"gpus": ["a", "b"]}})
+        drift({"n1": {"gpus": ["a", "b"]}})
     with pytest.raises(AnsibleFilterError, match="'minimum'"):
-        lockstep_drift({"n1": {"driver": "1"}}, expected={"driver": {"minimum": "1"}})
+        drift({"n1": {"driver": "1"}}, expected={"driver": {"minimum": "1"}})
     with pytest.raises(AnsibleFilterError, match="ignore"):
-        lockstep_drift({"n1": {}}, ignore=5)
-    with pytest.raises(AnsibleFilterError, match="lockstep_drift"):
-        lockstep_drift_table({"not": "a report"})
+        drift({"n1": {}}, ignore=5)
+    with pytest.raises(AnsibleFilterError, match="drift"):
+        drift_table({"not": "a report"})
 
 
 # --------------------------------------------------------------------------- #
@@ -328,11 +325,11 @@ def _report_with_drift():
     facts = _cluster(3, gpu02={"driver": "525.85.12"})
     del facts["gpu03"]["nccl"]
     facts["gpu01"]["cuda"] = {"error": "nvcc not found"}
-    return lockstep_drift(facts, ignore=["hostname"])
+    return drift(facts, ignore=["hostname"])
 
 
 def test_table_marks_drifted_cells():
-    text = lockstep_drift_table(_report_with_drift())
+    text = drift_table(_report_with_drift())
     lines = text.splitlines()
     assert lines[0].split() == ["component", "expected", "gpu01", "gpu02", "gpu03"]
     driver = next(line for line in lines if line.startswith("driver"))
@@ -348,20 +345,20 @@ def test_table_marks_drifted_cells():
 
 
 def test_table_drift_only_and_clean_report():
-    report = lockstep_drift(_cluster(3, gpu02={"driver": "1"}), ignore=["hostname"])
-    text = lockstep_drift_table(report, drift_only=True)
+    report = drift(_cluster(3, gpu02={"driver": "1"}), ignore=["hostname"])
+    text = drift_table(report, drift_only=True)
     header = text.splitlines()[0].split()
     assert header == ["component", "expected", "gpu02"]
     body = text.splitlines()[2:]
     assert body[0].split() == ["driver", "535.261.03", "*1*"]
     assert body[1] == ""  # only the drifted component is listed, then the summary
-    clean = lockstep_drift_table(lockstep_drift(_cluster(2), ignore=["hostname"]))
+    clean = drift_table(drift(_cluster(2), ignore=["hostname"]))
     assert "No drift: 2 host(s) agree on 3 component(s)." in clean
     assert "*" not in clean
 
 
 def test_markdown_contains_drift_rows():
-    md = lockstep_drift_markdown(_report_with_drift())
+    md = drift_markdown(_report_with_drift())
     assert "| host | component | expected | actual | reason |" in md
     assert "| gpu02 | driver | 535.261.03 | 525.85.12 | differs |" in md
     assert "| gpu03 | nccl | 2.18.3-1+cuda12.2 | (missing) | missing |" in md
@@ -370,16 +367,16 @@ def test_markdown_contains_drift_rows():
 
 
 def test_drift_line_names_host_component_expected_actual():
-    lines = [lockstep_drift_line(d) for d in _report_with_drift()["drifts"]]
+    lines = [drift_line(d) for d in _report_with_drift()["drifts"]]
     assert "gpu02: driver expected 535.261.03, actual 525.85.12 (differs)" in lines
     assert "gpu03: nccl expected 2.18.3-1+cuda12.2, actual (missing) (missing)" in lines
     with pytest.raises(AnsibleFilterError, match="one entry of a report's drifts"):
-        lockstep_drift_line({"host": "x"})
+        drift_line({"host": "x"})
 
 
 def test_markdown_escapes_pipes_and_shows_constraints():
     facts = {"a": {"x": "a|b"}, "b": {"x": "1.2"}}
-    md = lockstep_drift_markdown(lockstep_drift(facts, expected={"x": {"min": "1.0"}}))
+    md = drift_markdown(drift(facts, expected={"x": {"min": "1.0"}}))
     assert "| a | x | >= 1.0 | a\\|b | differs |" in md
     assert "a\\|b" in md
     assert ">= 1.0" in md
@@ -392,7 +389,7 @@ def test_html_escapes_values_and_marks_drift():
         "n3": {"motd": "ok", "driver": "1"},
         "<b>n4</b>": {"motd": "ok", "driver": "2"},
     }
-    page = lockstep_drift_html(lockstep_drift(facts), title="Drift & <friends>")
+    page = drift_html(drift(facts), title="Drift & <friends>")
     assert "<script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&lt;b&gt;n4&lt;/b&gt;" in page
@@ -408,7 +405,7 @@ def test_html_escapes_values_and_marks_drift():
 
 
 def test_html_clean_report():
-    page = lockstep_drift_html(lockstep_drift(_cluster(2), ignore=["hostname"]))
+    page = drift_html(drift(_cluster(2), ignore=["hostname"]))
     assert 'class="drift"' not in page
     assert "No drift" in page
 
@@ -421,27 +418,12 @@ def test_html_clean_report():
 def test_filter_module_exposes_filters():
     filters = ld.FilterModule().filters()
     assert set(filters) == {
-        "lockstep_drift",
-        "lockstep_drift_table",
-        "lockstep_drift_markdown",
-        "lockstep_drift_html",
-        "lockstep_drift_line",
+        "drift",
+        "drift_table",
+        "drift_markdown",
+        "drift_html",
+        "drift_line",
     }
-
-
-def test_loads_like_ansible_does():
-    """Ansible imports filter files by path under a private name, not via sys.path."""
-    path = ROOT / "plugins" / "filter" / "lockstep_drift.py"
-    spec = importlib.util.spec_from_file_location(
-        "ansible.plugins.filter.lockstep_drift_probe", path
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    report = module.FilterModule().filters()["lockstep_drift"](
-        {"a": {"x": "1"}, "b": {"x": "2"}, "c": {"x": "1"}}
-    )
-    assert report["expected"]["x"] == "1"
-    assert module._versions.__file__ == str(ROOT / "plugins" / "filter" / "lockstep_versions.py")
 
 
 def _synthetic(n_hosts, n_components=40, seed=7):
@@ -462,9 +444,9 @@ def _synthetic(n_hosts, n_components=40, seed=7):
 def test_ten_thousand_hosts_under_a_second():
     facts = _synthetic(10_000)
     start = time.perf_counter()
-    report = lockstep_drift(facts, ignore=["component_00"])
+    report = drift(facts, ignore=["component_00"])
     elapsed = time.perf_counter() - start
-    assert elapsed < 1.0, f"lockstep_drift took {elapsed:.3f}s for 10,000 hosts"
+    assert elapsed < 1.0, f"drift took {elapsed:.3f}s for 10,000 hosts"
     assert len(report["hosts"]) == 10_000
     assert len(report["components"]) == 39
     assert 0 < len(report["drifts"]) <= 100

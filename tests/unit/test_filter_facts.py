@@ -1,20 +1,20 @@
 # -*- coding: utf-8 -*-
 # Copyright: Lockstep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Tests for plugins/filter/lockstep_facts.py over analysed support bundles."""
+"""Tests for plugin_utils/components.py (filters lockstep.gpu.components, fact_summary) over analysed support bundles."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.lockstep_collect import analyse, collect_from_dir
-from lockstep_drift import lockstep_drift
-from lockstep_facts import FilterModule, lockstep_components, lockstep_fact_summary
+from ansible_collections.lockstep.gpu.plugins.module_utils.analyse import analyse
+from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import collect_from_dir
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.drift import drift as drift_report
+from ansible_collections.lockstep.gpu.plugins.filter.stack import FilterModule
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.components import components, fact_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLES = ROOT / "tests" / "fixtures" / "bundles"
@@ -25,7 +25,7 @@ def facts_of(name, **kwargs):
 
 
 def components_of(name, **kwargs):
-    return lockstep_components(facts_of(name))
+    return components(facts_of(name))
 
 
 def _drifts(report):
@@ -75,7 +75,7 @@ def test_proc_only_driver_components():
 
 def test_ci_host_components():
     facts = facts_of("ci-host", packages=["bash", "no-such-package"])
-    comps = lockstep_components(facts)
+    comps = components(facts)
     assert comps["os.release"] == "Debian 12"
     assert comps["os.kernel"] == (BUNDLES / "ci-host" / "uname-r.txt").read_text().strip()
     assert comps["cuda.default"] == "13.0"
@@ -94,13 +94,13 @@ def test_ci_host_components():
         assert value == {"error": facts["errors"]["docker-info.json"]}
         assert value["error"].startswith("docker-info.json: ")
     # packages= picks names, and names unknown ones by omission only.
-    only = lockstep_components(facts, packages=["no-such-package"])
+    only = components(facts, packages=["no-such-package"])
     assert not any(c.startswith("pkg.") for c in only)
 
 
 def test_unreadable_section_yields_error_components():
     facts = facts_of("broken-xml")
-    comps = lockstep_components(facts)
+    comps = components(facts)
     message = facts["errors"]["nvidia-smi-q-x.xml"]
     errors = {c for c, v in comps.items() if isinstance(v, dict)}
     assert errors == {
@@ -118,12 +118,12 @@ def test_unreadable_section_yields_error_components():
 def test_error_components_of_named_sections():
     facts = analyse({"conda-envs.json": "[]", "net-interfaces.json": "{", "ibstat.txt": "x\n",
                      "dpkg-query.txt": "bash\n"})
-    comps = lockstep_components(facts)
+    comps = components(facts)
     assert comps["conda"]["error"].startswith("conda-envs.json: ")
     assert comps["net"]["error"].startswith("net-interfaces.json: ")
     assert comps["rdma"]["error"].startswith("ibstat.txt: ")
     assert comps["pkg"]["error"].startswith("dpkg-query.txt: ")
-    named = lockstep_components(facts, packages=["libnccl2", "bash"])
+    named = components(facts, packages=["libnccl2", "bash"])
     assert "pkg" not in named
     assert named["pkg.libnccl2"] == named["pkg.bash"] == comps["pkg"]
 
@@ -133,7 +133,7 @@ def test_conda_components():
         "python": "3.10.13", "torch": "2.1.0", "deepspeed": None,
         "packages_sha256": "a" * 64, "lock_sha256": None, "prefix": "/opt/conda/envs/train",
         "packages": 3}})})
-    assert lockstep_components(facts) == {
+    assert components(facts) == {
         "conda.train.python": "3.10.13",
         "conda.train.torch": "2.1.0",
         "conda.train.packages_sha256": "a" * 64,
@@ -143,7 +143,7 @@ def test_conda_components():
 def test_no_identities_in_components():
     for bundle in sorted(p.name for p in BUNDLES.iterdir() if p.is_dir()):
         facts = facts_of(bundle)
-        comps = lockstep_components(facts)
+        comps = components(facts)
         text = json.dumps(comps)
         gpus = facts["gpus"].get("list", []) if "error" not in facts["gpus"] else []
         for gpu in gpus:
@@ -163,11 +163,11 @@ def test_no_identities_in_components():
 
 def test_drift_reports_exactly_the_differing_component():
     facts = {
-        "gpu01": lockstep_components(facts_of("a100-mig")),
-        "gpu02": lockstep_components(facts_of("a100-mig")),
-        "gpu03": lockstep_components(facts_of("a100-mig-ptxas-12.6")),
+        "gpu01": components(facts_of("a100-mig")),
+        "gpu02": components(facts_of("a100-mig")),
+        "gpu03": components(facts_of("a100-mig-ptxas-12.6")),
     }
-    report = lockstep_drift(facts)
+    report = drift_report(facts)
     assert _drifts(report) == {("gpu03", "cuda.ptxas", "differs")}
     assert report["drifts"][0]["expected"] == "12.1.105"
     assert report["drifts"][0]["actual"] == "12.6.85"
@@ -175,11 +175,11 @@ def test_drift_reports_exactly_the_differing_component():
 
 def test_drift_between_two_different_nodes():
     facts = {
-        "a1": lockstep_components(facts_of("a100-mig")),
-        "a2": lockstep_components(facts_of("a100-mig")),
-        "p1": lockstep_components(facts_of("p100")),
+        "a1": components(facts_of("a100-mig")),
+        "a2": components(facts_of("a100-mig")),
+        "p1": components(facts_of("p100")),
     }
-    report = lockstep_drift(facts)
+    report = drift_report(facts)
     assert _drifts(report) == {
         ("p1", "driver.version", "differs"),
         ("p1", "driver.cuda_version", "differs"),
@@ -196,11 +196,11 @@ def test_drift_between_two_different_nodes():
 
 def test_drift_names_the_unreadable_file():
     facts = {
-        "a1": lockstep_components(facts_of("a100-mig")),
-        "a2": lockstep_components(facts_of("a100-mig")),
-        "b1": lockstep_components(facts_of("broken-xml")),
+        "a1": components(facts_of("a100-mig")),
+        "a2": components(facts_of("a100-mig")),
+        "b1": components(facts_of("broken-xml")),
     }
-    report = lockstep_drift(facts)
+    report = drift_report(facts)
     assert {d["host"] for d in report["drifts"]} == {"b1"}
     assert {d["reason"] for d in report["drifts"]} == {"unreadable"}
     for drift in report["drifts"]:
@@ -209,39 +209,23 @@ def test_drift_names_the_unreadable_file():
 
 
 def test_summary():
-    assert lockstep_fact_summary(facts_of("a100-mig")) == (
+    assert fact_summary(facts_of("a100-mig")) == (
         "driver 535.54.03 (CUDA 12.2), CUDA 12.1.105, NCCL 2.18.1, 1× NVIDIA A100-SXM4-80GB"
     )
-    assert lockstep_fact_summary(facts_of("broken-xml")) == (
+    assert fact_summary(facts_of("broken-xml")) == (
         "driver unreadable, CUDA 12.1.105, NCCL 2.18.1, GPUs unreadable "
         "(1 unreadable: nvidia-smi-q-x.xml)"
     )
     empty = analyse({})
-    assert lockstep_fact_summary(empty) == "driver absent, CUDA absent, NCCL absent, no nvidia-smi"
-    assert lockstep_fact_summary({"gpu_facts": facts_of("p100")}).startswith("driver 510.47.03")
+    assert fact_summary(empty) == "driver absent, CUDA absent, NCCL absent, no nvidia-smi"
+    assert fact_summary({"gpu_facts": facts_of("p100")}).startswith("driver 510.47.03")
 
 
 def test_accepts_ansible_facts_and_rejects_junk():
     facts = facts_of("p100")
-    assert lockstep_components({"gpu_facts": facts}) == lockstep_components(facts)
+    assert components({"gpu_facts": facts}) == components(facts)
     with pytest.raises(AnsibleFilterError):
-        lockstep_components("nope")
+        components("nope")
     with pytest.raises(AnsibleFilterError):
-        lockstep_components(facts, packages="bash")
-    assert set(FilterModule().filters()) == {"lockstep_components", "lockstep_fact_summary"}
-
-
-def test_filters_load_in_ansible(tmp_path):
-    facts = tmp_path / "facts.json"
-    facts.write_text(json.dumps(facts_of("a100-mig")))
-    env = dict(os.environ, ANSIBLE_CACHE_PLUGIN="memory", ANSIBLE_DEPRECATION_WARNINGS="False",
-               ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_NOCOLOR="1")
-    expr = "{{ lookup('file', '" + str(facts) + "') | from_json | lockstep_components | to_json }}"
-    proc = subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "ansible"), "localhost", "-m", "debug", "-a",
-         f"msg={expr}", "-o"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    payload = json.loads(proc.stdout.split(" => ", 1)[1])
-    assert json.loads(payload["msg"]) == components_of("a100-mig")
+        components(facts, packages="bash")
+    assert set(FilterModule().filters()) == {"components", "fact_summary", "os_release"}

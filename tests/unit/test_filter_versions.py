@@ -1,23 +1,26 @@
 # -*- coding: utf-8 -*-
 # Copyright: Lockstep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Tests for plugins/filter/lockstep_versions.py."""
+"""Tests for plugin_utils/versions.py and cuda.py (filters lockstep.gpu.version_compare, cuda_driver_check, ...)."""
 
 from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
 
-import lockstep_versions as lv
-from lockstep_versions import (
+from ansible_collections.lockstep.gpu.plugins.filter import versions as version_filters
+from ansible_collections.lockstep.gpu.plugins.plugin_utils import versions as lv
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.cuda import (
     LOCKSTEP_CUDA_MIN_DRIVER,
-    lockstep_cuda_driver_check,
-    lockstep_cuda_driver_compatible,
-    lockstep_cuda_min_driver,
-    lockstep_pkg_cuda_tag,
-    lockstep_pkg_upstream,
-    lockstep_version_compare,
-    lockstep_version_parse,
+    cuda_driver_check,
+    cuda_driver_compatible,
+    cuda_min_driver,
+)
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.versions import (
+    pkg_cuda_tag,
+    pkg_upstream,
+    version_compare,
+    version_parse,
 )
 
 # --------------------------------------------------------------------------- #
@@ -82,8 +85,8 @@ def _cases(table):
 
 @pytest.mark.parametrize("a,b,expected", list(_cases(DPKG_VERSION_T)))
 def test_debian_dpkg_testsuite(a, b, expected):
-    assert lockstep_version_compare(a, b, "debian") == expected
-    assert lockstep_version_compare(b, a, "debian") == -expected
+    assert version_compare(a, b, "debian") == expected
+    assert version_compare(b, a, "debian") == -expected
 
 
 def test_debian_policy_tilde_example():
@@ -91,13 +94,13 @@ def test_debian_policy_tilde_example():
     # this order. As upstream versions after a common "1.0":
     ordered = ["1.0~~", "1.0~~a", "1.0~", "1.0", "1.0a"]
     for lower, higher in zip(ordered, ordered[1:]):
-        assert lockstep_version_compare(lower, higher, "debian") == -1, (lower, higher)
-        assert lockstep_version_compare(higher, lower, "debian") == 1
+        assert version_compare(lower, higher, "debian") == -1, (lower, higher)
+        assert version_compare(higher, lower, "debian") == 1
 
 
 def test_debian_letters_before_non_letters():
-    assert lockstep_version_compare("1.0a", "1.0+", "debian") == -1
-    assert lockstep_version_compare("1.0+", "1.0.", "debian") == -1  # '+' (43) < '.' (46)
+    assert version_compare("1.0a", "1.0+", "debian") == -1
+    assert version_compare("1.0+", "1.0.", "debian") == -1  # '+' (43) < '.' (46)
 
 
 @pytest.mark.parametrize(
@@ -113,8 +116,8 @@ def test_debian_letters_before_non_letters():
     ],
 )
 def test_debian_cluster_package_versions(a, b, expected):
-    assert lockstep_version_compare(a, b, "debian") == expected
-    assert lockstep_version_compare(a, b) == expected  # auto picks debian
+    assert version_compare(a, b, "debian") == expected
+    assert version_compare(a, b) == expected  # auto picks debian
 
 
 # --------------------------------------------------------------------------- #
@@ -222,7 +225,7 @@ _ + 0
 @pytest.mark.parametrize("a,b,expected", list(_cases(RPMVERCMP_AT)))
 def test_rpmvercmp_testsuite(a, b, expected):
     assert lv.rpmvercmp(a, b) == expected
-    assert lockstep_version_compare(a, b, "rpm") == expected
+    assert version_compare(a, b, "rpm") == expected
 
 
 @pytest.mark.parametrize(
@@ -237,8 +240,8 @@ def test_rpmvercmp_testsuite(a, b, expected):
     ],
 )
 def test_rpm_evr(a, b, expected):
-    assert lockstep_version_compare(a, b, "rpm") == expected
-    assert lockstep_version_compare(b, a, "rpm") == -expected
+    assert version_compare(a, b, "rpm") == expected
+    assert version_compare(b, a, "rpm") == -expected
 
 
 # --------------------------------------------------------------------------- #
@@ -261,41 +264,41 @@ def test_rpm_evr(a, b, expected):
     ],
 )
 def test_nvidia_dotted(a, b, expected):
-    assert lockstep_version_compare(a, b, "nvidia") == expected
-    assert lockstep_version_compare(a, b) == expected
+    assert version_compare(a, b, "nvidia") == expected
+    assert version_compare(a, b) == expected
 
 
 def test_auto_mixes_dotted_and_debian():
     # dpkg: an absent revision is "", which sorts before "1~deb12u1".
-    assert lockstep_version_compare("535.261.03", "535.261.03-1~deb12u1") == -1
-    assert lockstep_version_compare("535.261.03", "535.54.03-1") == 1
-    assert lockstep_version_compare("1:2.6.2-4", "3.0") == 1
+    assert version_compare("535.261.03", "535.261.03-1~deb12u1") == -1
+    assert version_compare("535.261.03", "535.54.03-1") == 1
+    assert version_compare("1:2.6.2-4", "3.0") == 1
 
 
 def test_numbers_are_accepted():
-    assert lockstep_version_compare(12.2, "12.1") == 1
-    assert lockstep_version_compare(13, "12.9") == 1
+    assert version_compare(12.2, "12.1") == 1
+    assert version_compare(13, "12.9") == 1
 
 
 def test_convenience_predicates():
-    assert lv.lockstep_version_ge("530.30.02", "525.60.13")
-    assert lv.lockstep_version_gt("530.30.02", "525.60.13")
-    assert lv.lockstep_version_le("1.0~rc1", "1.0")
-    assert lv.lockstep_version_lt("1.0~rc1", "1.0")
-    assert lv.lockstep_version_eq("1.0000-1", "1.0-1")
+    assert lv.version_ge("530.30.02", "525.60.13")
+    assert lv.version_gt("530.30.02", "525.60.13")
+    assert lv.version_le("1.0~rc1", "1.0")
+    assert lv.version_lt("1.0~rc1", "1.0")
+    assert lv.version_eq("1.0000-1", "1.0-1")
 
 
 def test_compare_errors():
     with pytest.raises(AnsibleFilterError, match="530.x"):
-        lockstep_version_compare("530.x", "1.0", "nvidia")
+        version_compare("530.x", "1.0", "nvidia")
     with pytest.raises(AnsibleFilterError, match="'semver'"):
-        lockstep_version_compare("1", "2", "semver")
+        version_compare("1", "2", "semver")
     with pytest.raises(AnsibleFilterError, match="empty"):
-        lockstep_version_compare("", "1")
+        version_compare("", "1")
     with pytest.raises(AnsibleFilterError, match="None"):
-        lockstep_version_compare(None, "1")
+        version_compare(None, "1")
     with pytest.raises(AnsibleFilterError, match="'a'"):
-        lockstep_version_compare("a:1.0", "1.0", "debian")
+        version_compare("a:1.0", "1.0", "debian")
 
 
 # --------------------------------------------------------------------------- #
@@ -304,38 +307,38 @@ def test_compare_errors():
 
 
 def test_parse_debian():
-    assert lockstep_version_parse("1:2.6.2-4+deb12u1", "debian") == {
+    assert version_parse("1:2.6.2-4+deb12u1", "debian") == {
         "scheme": "debian",
         "version": "1:2.6.2-4+deb12u1",
         "epoch": 1,
         "upstream": "2.6.2",
         "revision": "4+deb12u1",
     }
-    parsed = lockstep_version_parse("2.18.3-1+cuda12.1")
+    parsed = version_parse("2.18.3-1+cuda12.1")
     assert (parsed["scheme"], parsed["epoch"], parsed["upstream"], parsed["revision"]) == (
         "debian",
         0,
         "2.18.3",
         "1+cuda12.1",
     )
-    assert lockstep_version_parse("12345+that-really-is-some-ver-0", "debian")["upstream"] == (
+    assert version_parse("12345+that-really-is-some-ver-0", "debian")["upstream"] == (
         "12345+that-really-is-some-ver"
     )
 
 
 def test_parse_nvidia():
-    parsed = lockstep_version_parse("530.30.02")
+    parsed = version_parse("530.30.02")
     assert parsed["scheme"] == "nvidia"
     assert parsed["parts"] == [530, 30, 2]
     assert (parsed["major"], parsed["minor"], parsed["patch"]) == (530, 30, 2)
-    short = lockstep_version_parse("570.26", "nvidia")
+    short = version_parse("570.26", "nvidia")
     assert (short["major"], short["minor"], short["patch"]) == (570, 26, None)
 
 
 def test_parse_rpm():
-    parsed = lockstep_version_parse("3:530.30.02-1.el8", "rpm")
+    parsed = version_parse("3:530.30.02-1.el8", "rpm")
     assert (parsed["epoch"], parsed["version_part"], parsed["release"]) == (3, "530.30.02", "1.el8")
-    plain = lockstep_version_parse("2.18.3", "rpm")
+    plain = version_parse("2.18.3", "rpm")
     assert (plain["epoch"], plain["release"]) == (None, None)
 
 
@@ -354,13 +357,13 @@ def test_parse_rpm():
     ],
 )
 def test_pkg_upstream_and_cuda_tag(pkg, upstream, tag):
-    assert lockstep_pkg_upstream(pkg) == upstream
-    assert lockstep_pkg_cuda_tag(pkg) == tag
+    assert pkg_upstream(pkg) == upstream
+    assert pkg_cuda_tag(pkg) == tag
 
 
 def test_pkg_upstream_errors():
     with pytest.raises(AnsibleFilterError, match="package version"):
-        lockstep_pkg_upstream("")
+        pkg_upstream("")
 
 
 # --------------------------------------------------------------------------- #
@@ -392,7 +395,7 @@ def test_cuda_table_is_complete_and_monotonic():
     ordered = sorted(LOCKSTEP_CUDA_MIN_DRIVER, key=lambda v: [int(p) for p in v.split(".")])
     for older, newer in zip(ordered, ordered[1:]):
         assert (
-            lockstep_version_compare(
+            version_compare(
                 LOCKSTEP_CUDA_MIN_DRIVER[newer], LOCKSTEP_CUDA_MIN_DRIVER[older], "nvidia"
             )
             >= 0
@@ -419,7 +422,7 @@ def test_cuda_table_is_complete_and_monotonic():
     ],
 )
 def test_cuda_min_driver_toolkit(cuda, driver):
-    assert lockstep_cuda_min_driver(cuda) == driver
+    assert cuda_min_driver(cuda) == driver
 
 
 @pytest.mark.parametrize(
@@ -433,27 +436,27 @@ def test_cuda_min_driver_toolkit(cuda, driver):
     ],
 )
 def test_cuda_min_driver_minor_compat(cuda, driver):
-    assert lockstep_cuda_min_driver(cuda, mode="minor_compat") == driver
+    assert cuda_min_driver(cuda, mode="minor_compat") == driver
 
 
 def test_minor_compat_never_above_toolkit():
     # 11.0 shipped with a driver older than the 11.x minor-compat floor.
-    assert lockstep_cuda_min_driver("11.0", "minor_compat") == "450.51.05"
+    assert cuda_min_driver("11.0", "minor_compat") == "450.51.05"
 
 
 def test_cuda_driver_compatible():
-    assert lockstep_cuda_driver_compatible("530.30.02", "12.1")
-    assert lockstep_cuda_driver_compatible("535.261.03", "12.1.105")
-    assert not lockstep_cuda_driver_compatible("525.85.12", "12.1")
-    assert lockstep_cuda_driver_compatible("525.85.12", "12.1", mode="minor_compat")
-    assert not lockstep_cuda_driver_compatible("520.61.05", "12.1", mode="minor_compat")
+    assert cuda_driver_compatible("530.30.02", "12.1")
+    assert cuda_driver_compatible("535.261.03", "12.1.105")
+    assert not cuda_driver_compatible("525.85.12", "12.1")
+    assert cuda_driver_compatible("525.85.12", "12.1", mode="minor_compat")
+    assert not cuda_driver_compatible("520.61.05", "12.1", mode="minor_compat")
     # A package version is reduced to its upstream part.
-    assert lockstep_cuda_driver_compatible("535.261.03-1~deb12u1", "12.2")
-    assert lockstep_cuda_driver_compatible("580.65.06", "13.0", mode="minor_compat")
+    assert cuda_driver_compatible("535.261.03-1~deb12u1", "12.2")
+    assert cuda_driver_compatible("580.65.06", "13.0", mode="minor_compat")
 
 
 def test_cuda_driver_check_incompatible_message():
-    result = lockstep_cuda_driver_check("525.85.12", "12.1")
+    result = cuda_driver_check("525.85.12", "12.1")
     assert result["compatible"] is False
     assert result["required"] == "530.30.02"
     assert result["driver"] == "525.85.12"
@@ -464,7 +467,7 @@ def test_cuda_driver_check_incompatible_message():
 
 
 def test_cuda_driver_check_compatible_message():
-    result = lockstep_cuda_driver_check("535.261.03", "12.2.2")
+    result = cuda_driver_check("535.261.03", "12.2.2")
     assert result["compatible"] is True
     assert result["required"] == "535.104.05"
     assert "535.261.03" in result["message"] and "12.2.2" in result["message"]
@@ -473,30 +476,21 @@ def test_cuda_driver_check_compatible_message():
 def test_unknown_cuda_version_lists_known():
     for bad in ("12.7", "10.2", "14.0", "12"):
         with pytest.raises(AnsibleFilterError) as err:
-            lockstep_cuda_min_driver(bad)
+            cuda_min_driver(bad)
         assert repr(bad) in str(err.value)
         assert "11.8" in str(err.value) and "12.1" in str(err.value)
 
 
 def test_cuda_bad_inputs():
     with pytest.raises(AnsibleFilterError, match="12.x"):
-        lockstep_cuda_min_driver("12.x")
+        cuda_min_driver("12.x")
     with pytest.raises(AnsibleFilterError, match="'forward'"):
-        lockstep_cuda_min_driver("12.1", mode="forward")
+        cuda_min_driver("12.1", mode="forward")
     with pytest.raises(AnsibleFilterError, match="banana"):
-        lockstep_cuda_driver_check("banana", "12.1")
+        cuda_driver_check("banana", "12.1")
 
 
 def test_filter_module_exposes_filters():
-    filters = lv.FilterModule().filters()
-    for name in (
-        "lockstep_version_compare",
-        "lockstep_version_parse",
-        "lockstep_pkg_upstream",
-        "lockstep_pkg_cuda_tag",
-        "lockstep_cuda_min_driver",
-        "lockstep_cuda_driver_compatible",
-        "lockstep_cuda_driver_check",
-    ):
-        assert callable(filters[name])
-    assert all(name.startswith("lockstep_") for name in filters)
+    filters = version_filters.FilterModule().filters()
+    assert set(filters) == {"version_compare", "pkg_upstream", "cuda_min_driver", "cuda_driver_check"}
+    assert filters["cuda_driver_check"]("535.261.03", ["12.1", "12.2"])["compatible"] is True

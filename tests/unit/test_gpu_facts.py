@@ -14,25 +14,21 @@ import json
 import os
 import shutil
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
-from ansible.module_utils import lockstep_collect as lc
-from ansible.module_utils.lockstep_collect import analyse, collect_from_dir, save_bundle
+from ansible_collections.lockstep.gpu.plugins.module_utils.analyse import upstream_version
+from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import DPKG_FORMAT, empty_raw, is_bundle_file
+from ansible_collections.lockstep.gpu.plugins.module_utils.collect import Runner, collect_live
+from ansible_collections.lockstep.gpu.plugins.module_utils.conda import build_conda_envs
+from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
+from ansible_collections.lockstep.gpu.plugins.module_utils.system import parse_docker_info, parse_ldconfig, parse_os_release, parse_package_list
+from ansible_collections.lockstep.gpu.plugins.module_utils.analyse import analyse
+from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import collect_from_dir, save_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 BUNDLES = FIXTURES / "bundles"
-ANSIBLE = ROOT / ".venv" / "bin" / "ansible"
-ANSIBLE_DOC = ROOT / ".venv" / "bin" / "ansible-doc"
-ENV = dict(
-    os.environ,
-    ANSIBLE_CACHE_PLUGIN="memory",  # keep ad-hoc runs out of the repo's fact cache
-    ANSIBLE_DEPRECATION_WARNINGS="False",
-    ANSIBLE_LOCALHOST_WARNING="False",
-    ANSIBLE_NOCOLOR="1",
-)
 
 SECTIONS = ("os", "driver", "gpus", "cuda", "nccl", "cudnn", "docker", "conda",
             "network", "nccl_conf", "packages", "errors")
@@ -57,7 +53,7 @@ def test_every_bundle_has_only_bundle_file_names():
     for bundle in BUNDLES.iterdir():
         if bundle.is_dir():
             for f in bundle.iterdir():
-                assert lc.is_bundle_file(f.name), f"{bundle.name}/{f.name}"
+                assert is_bundle_file(f.name), f"{bundle.name}/{f.name}"
 
 
 def test_a100_mig_bundle():
@@ -171,7 +167,7 @@ def test_empty_bundle_is_all_absent_and_no_errors(tmp_path):
 
 def test_analyse_of_an_empty_raw_dict():
     assert analyse({})["errors"] == {}
-    assert analyse(lc.empty_raw()) == analyse({})
+    assert analyse(empty_raw()) == analyse({})
 
 
 def test_ci_host_bundle():
@@ -298,32 +294,32 @@ def test_bad_collect_errors_json_is_itself_an_error(tmp_path):
 
 def test_parse_package_list_keeps_installed_only():
     text = (BUNDLES / "ci-host" / "dpkg-query.txt").read_text()
-    pkgs = lc.parse_package_list(text, "dpkg-query.txt")
+    pkgs = parse_package_list(text, "dpkg-query.txt")
     assert len(pkgs) == len({line.split("\t")[0] for line in text.splitlines()})
     # The same lines with a status dpkg prints for removed packages are dropped.
     removed = "".join(
         line.replace("\tii ", "\trc ") if line.startswith("bash\t") else line
         for line in text.splitlines(keepends=True)
     )
-    assert "bash" in pkgs and "bash" not in lc.parse_package_list(removed, "x")
+    assert "bash" in pkgs and "bash" not in parse_package_list(removed, "x")
     rpm_style = "kernel\t(none):5.14.0-362.el9\tii \n"  # rpm -qa --qf with no epoch
-    assert lc.parse_package_list(rpm_style) == {"kernel": "5.14.0-362.el9"}
-    with pytest.raises(lc.ParseError, match="^dpkg-query.txt: empty input"):
-        lc.parse_package_list("", "dpkg-query.txt")
+    assert parse_package_list(rpm_style) == {"kernel": "5.14.0-362.el9"}
+    with pytest.raises(ParseError, match="^dpkg-query.txt: empty input"):
+        parse_package_list("", "dpkg-query.txt")
 
 
 def test_parse_ldconfig_of_the_ci_host():
-    libs = lc.parse_ldconfig((BUNDLES / "ci-host" / "ldconfig-p.txt").read_text(), "ldconfig-p.txt")
+    libs = parse_ldconfig((BUNDLES / "ci-host" / "ldconfig-p.txt").read_text(), "ldconfig-p.txt")
     assert libs["libcudart.so.13"] == ["/usr/local/cuda-13.0/lib/libcudart.so.13"]
-    with pytest.raises(lc.ParseError, match="not ldconfig -p output"):
-        lc.parse_ldconfig("hello\n", "ldconfig-p.txt")
+    with pytest.raises(ParseError, match="not ldconfig -p output"):
+        parse_ldconfig("hello\n", "ldconfig-p.txt")
 
 
 def test_parse_os_release_rejects_a_cut_quote():
     text = (BUNDLES / "ci-host" / "os-release").read_text()
-    assert lc.parse_os_release(text)["PRETTY_NAME"] == "Debian GNU/Linux 12 (bookworm)"
-    with pytest.raises(lc.ParseError, match="^os-release: line 1"):
-        lc.parse_os_release(text[:20], "os-release")
+    assert parse_os_release(text)["PRETTY_NAME"] == "Debian GNU/Linux 12 (bookworm)"
+    with pytest.raises(ParseError, match="^os-release: line 1"):
+        parse_os_release(text[:20], "os-release")
 
 
 def test_parse_docker_info_without_a_daemon():
@@ -331,15 +327,15 @@ def test_parse_docker_info_without_a_daemon():
     daemon down (exit status 1), abridged to the fields that matter."""
     printed = json.dumps({"ServerVersion": "", "Runtimes": None, "DefaultRuntime": "",
                           "ClientInfo": {"Version": "28.2.2"}})
-    with pytest.raises(lc.ParseError, match="no ServerVersion"):
-        lc.parse_docker_info(printed, "docker-info.json")
+    with pytest.raises(ParseError, match="no ServerVersion"):
+        parse_docker_info(printed, "docker-info.json")
 
 
 def test_upstream_version():
-    assert lc.upstream_version("1:535.54.03-0ubuntu1") == "535.54.03"
-    assert lc.upstream_version("2.18.3-1+cuda12.1") == "2.18.3"
-    assert lc.upstream_version("1.14.3") == "1.14.3"
-    assert lc.upstream_version(None) is None
+    assert upstream_version("1:535.54.03-0ubuntu1") == "535.54.03"
+    assert upstream_version("2.18.3-1+cuda12.1") == "2.18.3"
+    assert upstream_version("1.14.3") == "1.14.3"
+    assert upstream_version(None) is None
 
 
 def test_nccl_conf_digest_is_over_the_bytes():
@@ -356,7 +352,7 @@ def test_nccl_conf_digest_is_over_the_bytes():
 # --------------------------------------------------------------------------
 
 
-class FakeRunner(lc.Runner):
+class FakeRunner(Runner):
     """Tools that exist, and what they print (real outputs from the fixtures)."""
 
     def __init__(self, outputs, with_timeout=True):
@@ -435,7 +431,7 @@ def test_collect_live_with_fake_tools(tmp_path):
         "ibstat": (0, _read(FIXTURES / "rdma" / "ibstat_h100_ndr_ib_all_active.txt"), ""),
     }
     runner = FakeRunner(outputs)
-    raw = lc.collect_live(runner, conda_envs_dirs=[str(tmp_path / "no-conda")],
+    raw = collect_live(runner, conda_envs_dirs=[str(tmp_path / "no-conda")],
                           nccl_conf=str(tmp_path / "nccl.conf"), paths=fake_paths(tmp_path))
     assert raw["nvidia-smi-q-x.xml"] == outputs["nvidia-smi"][1]
     assert raw["nvcc-version.txt"] is None  # not installed
@@ -455,7 +451,7 @@ def test_collect_live_with_fake_tools(tmp_path):
     }
     assert ["/usr/bin/timeout", "-k", "5", "60", "/fake/bin/nvidia-smi", "-q", "-x"] in runner.calls
     assert ["/usr/bin/timeout", "-k", "5", "60", "/fake/bin/dpkg-query", "-W", "-f",
-            lc.DPKG_FORMAT] in runner.calls
+            DPKG_FORMAT] in runner.calls
 
     facts = analyse(raw)
     assert facts["driver"]["version"] == "535.54.03"
@@ -477,7 +473,7 @@ def test_collect_live_without_anything(tmp_path):
     paths = fake_paths(tmp_path, infiniband=False)
     paths.update(cuda_link=str(tmp_path / "x"), cuda_root=str(tmp_path / "x"),
                  nccl_headers=(), sys_class_net=str(tmp_path / "x"))
-    raw = lc.collect_live(runner, conda_envs_dirs=[], paths=paths)
+    raw = collect_live(runner, conda_envs_dirs=[], paths=paths)
     assert runner.calls == []
     present = {name for name, text in raw.items() if text is not None}
     assert present == {"os-release", "uname-r.txt"}
@@ -487,7 +483,7 @@ def test_collect_live_without_anything(tmp_path):
 def test_collect_live_interface_list_and_no_ibstat_without_devices(tmp_path):
     outputs = {"ibstat": (1, "", "ibpanic: [1] main: can't list IB device names\n")}
     runner = FakeRunner(outputs)
-    raw = lc.collect_live(runner, interfaces=["lo", "ib9"], conda_envs_dirs=[],
+    raw = collect_live(runner, interfaces=["lo", "ib9"], conda_envs_dirs=[],
                           paths=fake_paths(tmp_path, infiniband=False))
     assert raw["ibstat.txt"] is None and raw["collect-errors.json"] is None
     assert list(json.loads(raw["net-interfaces.json"])) == ["lo"]
@@ -495,7 +491,7 @@ def test_collect_live_interface_list_and_no_ibstat_without_devices(tmp_path):
 
 def test_collect_live_records_a_tool_that_cannot_start(tmp_path):
     runner = FakeRunner({"nvidia-smi": PermissionError(13, "Permission denied")})
-    raw = lc.collect_live(runner, conda_envs_dirs=[], paths=fake_paths(tmp_path))
+    raw = collect_live(runner, conda_envs_dirs=[], paths=fake_paths(tmp_path))
     problems = json.loads(raw["collect-errors.json"])
     assert "could not be run" in problems["nvidia-smi-q-x.xml"]
     facts = analyse(raw)
@@ -539,7 +535,7 @@ def test_conda_envs(tmp_path):
          lock="ab" * 32 + "  conda-lock.yml\n")
     _env(envs_dir, "bare", [("openssl", "3.0.12")], [], python_dir="python3.11")
     (envs_dir / "not-an-env").mkdir()
-    raw_text = lc.build_conda_envs([str(envs_dir), str(tmp_path / "missing")])
+    raw_text = build_conda_envs([str(envs_dir), str(tmp_path / "missing")])
     envs = json.loads(raw_text)
     assert sorted(envs) == ["bare", "train"]
     train = envs["train"]
@@ -558,7 +554,7 @@ def test_conda_envs(tmp_path):
 
     facts = analyse({"conda-envs.json": raw_text})
     assert facts["conda"]["envs"]["train"]["python"] == "3.10.13"
-    assert lc.build_conda_envs([str(tmp_path / "missing")]) is None
+    assert build_conda_envs([str(tmp_path / "missing")]) is None
 
 
 def test_conda_envs_json_that_is_not_an_object_is_an_error():
@@ -628,84 +624,3 @@ def test_save_bundle_fixes_modes_and_refuses_a_file_as_directory(tmp_path):
     (tmp_path / "f").write_text("")
     with pytest.raises(OSError, match="not a directory"):
         save_bundle(raw, str(tmp_path / "f"))
-
-
-# --------------------------------------------------------------------------
-# The module, end to end
-# --------------------------------------------------------------------------
-
-
-def run_module(args, check=False):
-    cmd = [str(ANSIBLE), "localhost", "-m", "gpu_facts", "-a", args, "-o"]
-    if check:
-        cmd.append("--check")
-    proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    line = next(li for li in proc.stdout.splitlines() if li.startswith("localhost | "))
-    status, _, payload = line.partition(" => ")
-    return status.split(" | ")[1], json.loads(payload)
-
-
-def test_module_from_dir():
-    status, result = run_module(f"from_dir={BUNDLES / 'a100-mig'}")
-    assert status == "SUCCESS"
-    assert result["changed"] is False
-    facts = result["gpu_facts"]
-    assert result["ansible_facts"]["gpu_facts"] == facts
-    assert facts["driver"]["version"] == "535.54.03"
-    assert facts["gpus"]["list"][0]["mig_mode"] == "Enabled"
-    assert facts["cuda"]["ptxas"] == "12.1.105"
-    assert facts["nccl"]["header"] == "2.18.1"
-    assert facts == analyse(collect_from_dir(str(BUNDLES / "a100-mig")))
-
-
-def test_module_from_dir_broken_bundle_does_not_fail():
-    status, result = run_module(f"from_dir={BUNDLES / 'broken-xml'}")
-    assert status == "SUCCESS"
-    assert "nvidia-smi-q-x.xml" in result["gpu_facts"]["errors"]
-    assert result["gpu_facts"]["cuda"]["ptxas"] == "12.1.105"
-
-
-def test_module_from_dir_that_does_not_exist(tmp_path):
-    cmd = [str(ANSIBLE), "localhost", "-m", "gpu_facts", "-a", f"from_dir={tmp_path / 'no'}", "-o"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0
-    assert "is not a directory" in proc.stdout
-
-
-def test_ansible_doc_renders():
-    proc = subprocess.run([str(ANSIBLE_DOC), "-t", "module", "gpu_facts"], cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    for name in ("nvidia-smi-q-x.xml", "cuda-version-<X.Y>.json", "conda-envs.json",
-                 "collect-errors.json", "save_to", "from_dir"):
-        assert name in proc.stdout
-
-
-def test_module_live_on_this_machine_and_save_to(tmp_path):
-    dest = tmp_path / "bundle"
-    # lo only: the CI host's veth interfaces come and go with other containers.
-    args = f"save_to={dest} interfaces=lo"
-    status, result = run_module(args, check=True)
-    assert status == "CHANGED" and not dest.exists()
-
-    status, result = run_module(args)
-    assert status == "CHANGED"
-    facts = result["gpu_facts"]
-    assert set(facts) == set(SECTIONS)
-    if not os.path.exists("/proc/driver/nvidia/version") and not shutil.which("nvidia-smi"):
-        assert facts["driver"]["present"] is False
-        assert facts["gpus"]["present"] is False
-    assert facts["network"]["interfaces"]["lo"]["mtu"] > 0
-    assert facts["os"]["kernel"] == os.uname().release
-    saved = sorted(p.name for p in dest.iterdir())
-    assert "os-release" in saved and "uname-r.txt" in saved
-    assert set(saved) == set(result["bundle"]["written"])
-    assert all(_mode(dest / name) == 0o644 for name in saved)
-    # The saved bundle analyses to the same facts.
-    assert analyse(collect_from_dir(str(dest))) == facts
-
-    status, result = run_module(args)
-    assert status == "SUCCESS"
-    assert result["changed"] is False
-    assert result["bundle"]["written"] == [] and result["bundle"]["removed"] == []

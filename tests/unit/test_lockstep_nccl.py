@@ -11,8 +11,8 @@ import statistics
 
 import pytest
 
-from ansible.module_utils.lockstep_errors import ParseError
-from ansible.module_utils.lockstep_nccl import (
+from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
+from ansible_collections.lockstep.gpu.plugins.module_utils.nccl import (
     _version_code,
     parse_all_reduce_perf,
     parse_nccl_header,

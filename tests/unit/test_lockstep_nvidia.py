@@ -24,8 +24,8 @@ import re
 import pytest
 
 from conftest import FIXTURES
-from ansible.module_utils.lockstep_errors import ParseError
-from ansible.module_utils.lockstep_nvidia import (
+from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
+from ansible_collections.lockstep.gpu.plugins.module_utils.nvidia import (
     parse_cuda_version_json,
     parse_cuda_version_txt,
     parse_nvcc_version,

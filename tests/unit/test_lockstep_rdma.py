@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible.module_utils.lockstep_errors import ParseError
-from ansible.module_utils.lockstep_rdma import parse_ibstat, parse_ibv_devinfo
+from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
+from ansible_collections.lockstep.gpu.plugins.module_utils.rdma import parse_ibstat, parse_ibv_devinfo
 from conftest import FIXTURES
 
 RDMA = FIXTURES / "rdma"

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible.module_utils.lockstep_errors import ParseError
-from ansible.module_utils.lockstep_nccl import check_bus_bandwidth, parse_all_reduce_perf
+from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
+from ansible_collections.lockstep.gpu.plugins.module_utils.nccl import parse_all_reduce_perf
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.nccl_health import check_bus_bandwidth
 from conftest import FIXTURES
-from lockstep_nccl_filters import lockstep_nccl_busbw
+from ansible_collections.lockstep.gpu.plugins.filter.nccl import nccl_busbw
 
 NCCL = FIXTURES / "nccl"
 OCI_1NODE = "all_reduce_perf_a100_1node_8gpu_oci.txt"      # avg 81.112, 8x A100-SXM4-40GB
@@ -88,13 +89,13 @@ def test_mixed_models_are_rejected():
 
 
 def test_filter_parses_and_checks():
-    result = lockstep_nccl_busbw((NCCL / OCI_1NODE).read_text(), THRESHOLDS, OCI_1NODE)
+    result = nccl_busbw((NCCL / OCI_1NODE).read_text(), THRESHOLDS, OCI_1NODE)
     assert result["ok"] is False and result["min_busbw"] == 228
 
 
 def test_filter_rejects_a_truncated_output_clearly():
     with pytest.raises(AnsibleFilterError, match=r"no '# Avg bus bandwidth' line.*truncated"):
-        lockstep_nccl_busbw((NCCL / P4DE_EXCERPT).read_text(), THRESHOLDS, P4DE_EXCERPT)
+        nccl_busbw((NCCL / P4DE_EXCERPT).read_text(), THRESHOLDS, P4DE_EXCERPT)
     text = (NCCL / OCI_2NODE).read_text()
     with pytest.raises(AnsibleFilterError, match=r"^all_reduce_perf_a100_2node_16gpu_oci.txt: .*cut mid-row"):
-        lockstep_nccl_busbw(text[: text.index("# Out of bounds") - 40], THRESHOLDS, OCI_2NODE)
+        nccl_busbw(text[: text.index("# Out of bounds") - 40], THRESHOLDS, OCI_2NODE)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible.module_utils.lockstep_nccl_conf import KNOWN, check_settings, normalize, render
-from lockstep_nccl_filters import lockstep_nccl_conf_problems, lockstep_nccl_conf_render
+from ansible_collections.lockstep.gpu.plugins.module_utils.nccl_conf import KNOWN, check_settings, normalize, render
+from ansible_collections.lockstep.gpu.plugins.filter.nccl import nccl_conf_problems, nccl_conf_render
 
 IFACES = ["lo", "eth0", "eth1", "ib0", "docker0"]
 HCAS = {"mlx5_0": [1], "mlx5_1": [1], "mlx5_10": [1, 2]}
@@ -109,14 +109,14 @@ def test_table_keys_are_nccl_names():
 
 
 def test_filters_wrap_the_functions():
-    assert lockstep_nccl_conf_problems({"NCCL_SOCKET_IFNAME": "=eth9"}, IFACES, {"mlx5_0": ["1"]})
-    assert lockstep_nccl_conf_problems(ETHERNET, IFACES, None) == []
-    assert lockstep_nccl_conf_render({"NCCL_IB_DISABLE": 1}) == "NCCL_IB_DISABLE=1\n"
+    assert nccl_conf_problems({"NCCL_SOCKET_IFNAME": "=eth9"}, IFACES, {"mlx5_0": ["1"]})
+    assert nccl_conf_problems(ETHERNET, IFACES, None) == []
+    assert nccl_conf_render({"NCCL_IB_DISABLE": 1}) == "NCCL_IB_DISABLE=1\n"
 
 
 def test_hca_ports_from_sysfs_paths():
-    from lockstep_nccl_filters import lockstep_nccl_hca_ports
+    from ansible_collections.lockstep.gpu.plugins.filter.nccl import nccl_hca_ports
     paths = ["/sys/class/infiniband/mlx5_0/ports/1", "/sys/class/infiniband/mlx5_1/ports/2",
              "/sys/class/infiniband/mlx5_1/ports/1", "/sys/class/infiniband/mlx5_0/device/msi_irqs/12"]
-    assert lockstep_nccl_hca_ports(paths) == {"mlx5_0": [1], "mlx5_1": [1, 2]}
-    assert lockstep_nccl_hca_ports([]) == {}
+    assert nccl_hca_ports(paths) == {"mlx5_0": [1], "mlx5_1": [1, 2]}
+    assert nccl_hca_ports([]) == {}

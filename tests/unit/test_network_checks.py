@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible.module_utils.lockstep_net import link_problems, rdma_problems
-from ansible.module_utils.lockstep_rdma import parse_ibstat
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.network import link_problems, rdma_problems
+from ansible_collections.lockstep.gpu.plugins.module_utils.rdma import parse_ibstat
 from conftest import FIXTURES
-from lockstep_network_filters import lockstep_ibstat, lockstep_net_links, lockstep_net_rdma
+from ansible_collections.lockstep.gpu.plugins.filter.network import ibstat, net_links, net_rdma
 
 RDMA = FIXTURES / "rdma"
 ALL_ACTIVE = "ibstat_h100_ndr_ib_all_active.txt"
@@ -74,7 +74,7 @@ def test_missing_interface_and_per_host_names():
 
 def test_bad_policy_is_refused():
     with pytest.raises(AnsibleFilterError, match="unknown_speed must be one of fail, warn, ignore"):
-        lockstep_net_links(three(link(9000, 1)), ["eth0"], {}, 0, "maybe")
+        net_links(three(link(9000, 1)), ["eth0"], {}, 0, "maybe")
 
 
 def cas(name):
@@ -100,40 +100,40 @@ def test_minimum_rate_names_slow_ports():
     # the fixture's bonded Ethernet port runs at 200 Gb/s, the NDR ports at 400
     assert result["problems"] == [
         "gpu1: mlx5_bond_0 port 1 rate 200 Gb/s is below the minimum 400 Gb/s (network_rdma_min_rate_gbps)"]
-    assert lockstep_net_rdma({"gpu1": cas(ALL_ACTIVE)}, "400")["problems"] == result["problems"]
+    assert net_rdma({"gpu1": cas(ALL_ACTIVE)}, "400")["problems"] == result["problems"]
 
 
 def test_filters_parse_ibstat():
-    parsed = lockstep_ibstat((RDMA / ALL_ACTIVE).read_text(), ALL_ACTIVE)
+    parsed = ibstat((RDMA / ALL_ACTIVE).read_text(), ALL_ACTIVE)
     assert parsed[0]["name"] == "mlx5_0" and parsed[0]["ports"][0]["rate"] == 400
-    assert lockstep_net_rdma({"gpu1": parsed}, 0)["problems"] == []
+    assert net_rdma({"gpu1": parsed}, 0)["problems"] == []
     text = (RDMA / ALL_ACTIVE).read_text()
     with pytest.raises(AnsibleFilterError, match="truncated"):
-        lockstep_ibstat(text[: text.index("Rate: 400")], ALL_ACTIVE)
+        ibstat(text[: text.index("Rate: 400")], ALL_ACTIVE)
 
 
 def test_sysctl_plan_in_a_container_keeps_only_namespaced_keys():
     import yaml
     from conftest import ROOT
-    from lockstep_network_filters import lockstep_net_sysctl_plan
+    from ansible_collections.lockstep.gpu.plugins.filter.network import net_sysctl_plan
 
     defaults = yaml.safe_load((ROOT / "roles/network/defaults/main.yml").read_text())["network_sysctl"]
     namespaced = yaml.safe_load((ROOT / "roles/network/vars/main.yml").read_text())["network_namespaced_sysctls"]
-    plan = lockstep_net_sysctl_plan(defaults, namespaced, "True")
+    plan = net_sysctl_plan(defaults, namespaced, "True")
     assert plan["skipped"] == ["net.core.netdev_max_backlog", "net.core.rmem_max", "net.core.wmem_max"]
     assert plan["apply"]["net.ipv4.tcp_rmem"] == "4096 87380 134217728"
     assert "net.core.somaxconn" in plan["apply"]
-    host = lockstep_net_sysctl_plan(defaults, namespaced, False)
+    host = net_sysctl_plan(defaults, namespaced, False)
     assert host["skipped"] == [] and host["apply"]["net.core.rmem_max"] == "268435456"
-    conf = lockstep_net_sysctl_plan({"net.ipv4.conf.eth0.rp_filter": 2, "vm.swappiness": 10}, namespaced, True)
+    conf = net_sysctl_plan({"net.ipv4.conf.eth0.rp_filter": 2, "vm.swappiness": 10}, namespaced, True)
     assert conf == {"apply": {"net.ipv4.conf.eth0.rp_filter": "2"}, "skipped": ["vm.swappiness"]}
 
 
 def test_link_facts_of_ansible_interfaces():
-    from lockstep_network_filters import lockstep_net_link_facts
+    from ansible_collections.lockstep.gpu.plugins.filter.network import net_link_facts
     facts = {"eth0": {"mtu": 1500, "speed": 10000, "active": True}, "ib_0": {"mtu": 4092, "speed": -1},
              "eth1": {"mtu": 9000}}
-    assert lockstep_net_link_facts(facts, ["eth0", "ib-0", "eth1", "eth9"]) == {
+    assert net_link_facts(facts, ["eth0", "ib-0", "eth1", "eth9"]) == {
         "eth0": {"mtu": 1500, "speed_mbps": 10000},
         "ib-0": {"mtu": 4092, "speed_mbps": None},
         "eth1": {"mtu": 9000, "speed_mbps": None},

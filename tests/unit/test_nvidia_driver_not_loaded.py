@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import os
 
-from ansible.module_utils import lockstep_collect as lc
-from ansible.module_utils.lockstep_collect import analyse
+from ansible_collections.lockstep.gpu.plugins.module_utils.collect import Runner, collect_live
+from ansible_collections.lockstep.gpu.plugins.module_utils.analyse import analyse
 
 NOT_LOADED = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
               "Make sure that the latest NVIDIA driver is installed and running.\n")
@@ -30,7 +30,7 @@ PACKAGES = "".join(f"{name}\t{version}\tii \n" for name, version in (
 ))
 
 
-class Runner(lc.Runner):
+class Runner(Runner):
     def __init__(self, outputs):
         self.outputs = outputs
 
@@ -49,7 +49,7 @@ def _paths(tmp_path):
 
 def test_driver_not_loaded_reads_as_installed_with_the_package_version(tmp_path):
     runner = Runner({"nvidia-smi": (9, NOT_LOADED, ""), "dpkg-query": (0, PACKAGES, "")})
-    raw = lc.collect_live(runner, conda_envs_dirs=[], paths=_paths(tmp_path))
+    raw = collect_live(runner, conda_envs_dirs=[], paths=_paths(tmp_path))
     assert raw["nvidia-smi-q-x.xml"] is None
     assert raw["collect-errors.json"] is None
     driver = analyse(raw)["driver"]
@@ -62,7 +62,7 @@ def test_other_nvidia_smi_failures_stay_errors(tmp_path):
     # 12: "NVML Shared Library couldn't be found or loaded" (nvidia-smi(1)).
     runner = Runner({"nvidia-smi": (12, "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system.\n", ""),
                      "dpkg-query": (0, PACKAGES, "")})
-    raw = lc.collect_live(runner, conda_envs_dirs=[], paths=_paths(tmp_path))
+    raw = collect_live(runner, conda_envs_dirs=[], paths=_paths(tmp_path))
     problems = json.loads(raw["collect-errors.json"])
     assert "exited with status 12" in problems["nvidia-smi-q-x.xml"]
     assert "error" in analyse(raw)["driver"]

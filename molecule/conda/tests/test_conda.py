@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ansible_collections.lockstep.gpu.plugins.module_utils.conda import entry_sha256
 from conftest import ansible_playbook, node
 
 ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
@@ -26,8 +27,6 @@ NODES = ("cd1", "cd2", "cd3")
 PINNED = {"six": "1.17.0", "packaging": "24.2"}
 STANDIN = "/var/tmp/lockstep-conda-standin"
 
-sys.path.insert(0, str(ROOT / "plugins" / "module_utils"))
-from lockstep_conda import entry_sha256  # noqa: E402
 
 
 def lock_entry() -> dict:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from ansible_collections.lockstep.gpu.plugins.filter.network import net_sysctl_plan
 from conftest import ansible_playbook, node
 
 ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
@@ -33,8 +33,6 @@ STANDIN_TOPO = "/srv/lockstep-standin-sysfs/nccl-topo.xml"
 HEADER = ("# Managed by Lockstep (role nccl): fabric profile {fabric}.\n"
           "# Set nccl_fabric / nccl_conf_overrides in the inventory; changes made here are overwritten.\n")
 
-sys.path.insert(0, str(ROOT / "plugins" / "filter"))
-from lockstep_network_filters import lockstep_net_sysctl_plan  # noqa: E402
 
 
 def playbook(name: str, *extra: str):
@@ -92,7 +90,7 @@ def test_nccl_conf_ethernet_profile(host, hostvars):
 # --------------------------------------------------------------------------
 def test_namespaced_sysctls_are_live(host):
     wanted, namespaced = network_defaults()
-    plan = lockstep_net_sysctl_plan(wanted, namespaced, True)
+    plan = net_sysctl_plan(wanted, namespaced, True)
     assert len(plan["apply"]) >= 6 and "net.ipv4.tcp_rmem" in plan["apply"]
     for key, value in plan["apply"].items():
         live = host.file("/proc/sys/" + key.replace(".", "/")).content_string
@@ -104,7 +102,7 @@ def test_namespaced_sysctls_are_live(host):
 
 def test_global_sysctls_are_left_to_the_host(host):
     wanted, namespaced = network_defaults()
-    skipped = lockstep_net_sysctl_plan(wanted, namespaced, True)["skipped"]
+    skipped = net_sysctl_plan(wanted, namespaced, True)["skipped"]
     assert skipped == ["net.core.netdev_max_backlog", "net.core.rmem_max", "net.core.wmem_max"]
     kept = host.file("/etc/sysctl.d/90-lockstep-network.conf").content_string
     assert not any(line.startswith(key) for key in skipped for line in kept.splitlines())

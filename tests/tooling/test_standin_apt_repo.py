@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import importlib.util
 import shutil
 import subprocess
 import textwrap
@@ -17,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.standin import build_apt_repo as bar
+
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("build_apt_repo", ROOT / "tests" / "standin" / "build_apt_repo.py")
-bar = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bar)
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(t) for t in ("dpkg-deb", "gpg", "gpgv", "gpg-agent")),

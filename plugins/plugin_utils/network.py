@@ -12,6 +12,8 @@ library only.
 
 from __future__ import annotations
 
+from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import int_or_none
+
 import fnmatch
 
 UNKNOWN_SPEED_POLICIES = ("fail", "warn", "ignore")
@@ -28,14 +30,6 @@ def _majority(values):
     return next(v for v in values if counts[v] == best), best
 
 
-def _int_or_none(value):
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        return None
-    return number
 
 
 def link_problems(nodes, interfaces, expected_mtu=None, min_speed_mbps=0, unknown_speed="fail"):
@@ -76,8 +70,8 @@ def link_problems(nodes, interfaces, expected_mtu=None, min_speed_mbps=0, unknow
             if not info:
                 problems.append("%s: interface %s does not exist" % (host, name))
                 continue
-            speed = _int_or_none(info.get("speed_mbps"))
-            present.append((host, name, _int_or_none(info.get("mtu")), speed if speed and speed > 0 else None))
+            speed = int_or_none(info.get("speed_mbps"))
+            present.append((host, name, int_or_none(info.get("mtu")), speed if speed and speed > 0 else None))
         if not present:
             continue
         label = "/".join(sorted({name for _, name, _, _ in present}))

@@ -3,10 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Sizing filters: GPU memory a model's weights need, and how many GPUs hold it.
 
-Filters::
+Functions (filters lockstep.gpu.gpu_memory_gb and lockstep.gpu.gpus_needed)::
 
-    lockstep_gpu_memory_gb(params_billion, precision="fp16", overhead=0.0) -> float
-    lockstep_gpus_needed(params_billion, gpu_memory_gb, precision="fp16", overhead=0.2) -> int
+    gpu_memory_gb(params_billion, precision="fp16", overhead=0.0) -> float
+    gpus_needed(params_billion, gpu_memory_gb, precision="fp16", overhead=0.2) -> int
 
 Semantics
 ---------
@@ -14,11 +14,11 @@ Semantics
   what the project's seed notes call "GB".
 - Memory = params_billion * 1e9 * bytes per parameter * (1 + overhead), where
   ``overhead`` is a fraction (0.2 = 20 % more).
-- ``lockstep_gpu_memory_gb`` defaults to ``overhead=0``: the weights alone.
+- ``gpu_memory_gb`` defaults to ``overhead=0``: the weights alone.
   That is what the seed notes' anchors are: 7B at fp16 = 14e9 bytes
   = 13.04 GiB ("about 13 GB"); LLaMA-"33B" (32.5e9 parameters) = 60.5 GiB
   ("about 60 GB"). A nominal 33e9 parameters give 61.5 GiB.
-- ``lockstep_gpus_needed`` defaults to ``overhead=0.2``, a common rule of
+- ``gpus_needed`` defaults to ``overhead=0.2``, a common rule of
   thumb for activations, KV cache and the CUDA context when serving; pass
   ``overhead=0`` for weights only. ``gpu_memory_gb`` is in the same GiB (an
   "80 GB" A100 has 80 GiB).
@@ -85,12 +85,12 @@ def _memory_gib(params_billion, precision, overhead):
     return params * 1e9 * per_param * (1.0 + extra) / GIB
 
 
-def lockstep_gpu_memory_gb(params_billion, precision="fp16", overhead=DEFAULT_OVERHEAD):
+def gpu_memory_gb(params_billion, precision="fp16", overhead=DEFAULT_OVERHEAD):
     """GiB of GPU memory for a model's weights (plus ``overhead``), rounded to 0.01."""
     return round(_memory_gib(params_billion, precision, overhead), 2)
 
 
-def lockstep_gpus_needed(
+def gpus_needed(
     params_billion, gpu_memory_gb, precision="fp16", overhead=DEFAULT_SERVING_OVERHEAD
 ):
     """GPUs of ``gpu_memory_gb`` GiB each needed to hold the model (at least 1)."""
@@ -98,13 +98,3 @@ def lockstep_gpus_needed(
     need = _memory_gib(params_billion, precision, overhead)
     # Guard against float noise turning an exact fit (e.g. 2.0000000001) into one GPU more.
     return max(1, math.ceil(need / per_gpu - 1e-9))
-
-
-class FilterModule:
-    """Lockstep sizing filters."""
-
-    def filters(self):
-        return {
-            "lockstep_gpu_memory_gb": lockstep_gpu_memory_gb,
-            "lockstep_gpus_needed": lockstep_gpus_needed,
-        }

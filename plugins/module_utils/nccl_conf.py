@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: Lockstep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Check the settings Lockstep writes into ``/etc/nccl.conf``.
+"""``/etc/nccl.conf``, the one owner of its format: check the settings Lockstep
+writes into it (``check_settings``), render it (``render``) and read it back
+(``parse_nccl_conf``, for gpu_facts).
 
 NCCL reads ``/etc/nccl.conf`` as ``KEY=VALUE`` lines and silently ignores
 what it does not know, so a misspelt key or a value NCCL cannot use is only
@@ -16,7 +18,11 @@ Variables", https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html,
 
 from __future__ import annotations
 
+import hashlib
 import re
+
+from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import encode, printable
+from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
 
 _LEVELS = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")
 
@@ -281,3 +287,20 @@ def render(settings, header=None):
     values = normalize(settings)
     lines.extend("%s=%s" % (key, values[key]) for key in sorted(values))
     return "\n".join(lines) + "\n"
+
+
+def parse_nccl_conf(text: str, source=None) -> dict:
+    """``/etc/nccl.conf``: ``sha256`` of the bytes and ``settings``, the
+    ``KEY=VALUE`` lines (comments and lines without '=' skipped, as NCCL
+    does). ``text`` may carry undecodable bytes as surrogates (see
+    :func:`collect_from_dir`); the digest is over the original bytes."""
+    if text is None:
+        raise ParseError("no input, expected nccl.conf", source)
+    settings = {}
+    for line in printable(text).splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or "=" not in stripped:
+            continue
+        key, value = stripped.split("=", 1)
+        settings[key.strip()] = value.strip()
+    return {"sha256": hashlib.sha256(encode(text)).hexdigest(), "settings": settings}

@@ -9,14 +9,12 @@ other versions) fails here first.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
+from tests.standin import build_apt_repo as bar
+
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("build_apt_repo", ROOT / "tests" / "standin" / "build_apt_repo.py")
-bar = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bar)
 
 SPEC = bar.load_spec([ROOT / "tests" / "standin" / "cuda.yml"])
 REPO = next(r for r in SPEC["repositories"] if r["name"] == "cuda")
@@ -67,7 +65,7 @@ def test_toolkit_12_1_brings_nvidias_real_ptxas_and_libcudart():
 
 
 def test_version_json_parses_as_cuda_12_1_1():
-    from ansible.module_utils.lockstep_nvidia import parse_cuda_version_json
+    from ansible_collections.lockstep.gpu.plugins.module_utils.nvidia import parse_cuda_version_json
 
     files = {f["path"]: f for f in PACKAGES["cuda-toolkit-12-1"]["files"]}
     parsed = parse_cuda_version_json(files["/usr/local/cuda-12.1/version.json"]["content"])

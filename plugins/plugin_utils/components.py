@@ -3,12 +3,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Flatten ``gpu_facts`` (the gpu_facts module) for drift comparison.
 
-Filters::
+Functions (filters lockstep.gpu.components and lockstep.gpu.fact_summary)::
 
-    lockstep_components(gpu_facts, packages=None) -> {component: value}
-    lockstep_fact_summary(gpu_facts)               -> str
+    components(gpu_facts, packages=None) -> {component: value}
+    fact_summary(gpu_facts)               -> str
 
-``lockstep_components`` keeps only what should be equal on every node of a
+``components`` keeps only what should be equal on every node of a
 cluster, as scalars (lists joined with ", "), named ``<section>.<field>``:
 
 - ``os.release`` ("Debian 12"), ``os.kernel``;
@@ -34,7 +34,7 @@ Never UUIDs, serial numbers, PCI bus ids, GUIDs, LIDs or host names.
 
 Absent
     A value that is absent (not installed, not reported) is left out: the
-    key is omitted, not set to None. ``lockstep_drift`` then reports a node
+    key is omitted, not set to None. ``drift`` then reports a node
     that lacks what the others have as ``missing`` and a node that has what
     the others lack as ``unexpected``, and an inventory can require absence
     with ``{absent: true}``. (A None value would instead read as a value
@@ -90,7 +90,8 @@ _SECTION_COMPONENTS = {
 _CONDA_FIELDS = ("python", "torch", "deepspeed", "packages_sha256", "lock_sha256")
 
 
-def _is_error(value):
+def is_error(value):
+    """Whether a fact value is the ``{"error": message}`` of an unreadable source."""
     return isinstance(value, Mapping) and "error" in value and len(value) == 1
 
 
@@ -100,7 +101,7 @@ def _section(facts, name):
         return {}
     if not isinstance(value, Mapping):
         raise AnsibleFilterError(
-            f"lockstep_components: gpu_facts.{name} must be a mapping, got {value!r}"
+            f"components: gpu_facts.{name} must be a mapping, got {value!r}"
         )
     return value
 
@@ -119,7 +120,7 @@ def _release_key(release):
 def _unwrap(gpu_facts):
     if not isinstance(gpu_facts, Mapping):
         raise AnsibleFilterError(
-            f"lockstep_components: expected the gpu_facts dict, got {type(gpu_facts).__name__}"
+            f"components: expected the gpu_facts dict, got {type(gpu_facts).__name__}"
         )
     # Accept ansible_facts (or a module result) holding gpu_facts too.
     if "gpu_facts" in gpu_facts and isinstance(gpu_facts["gpu_facts"], Mapping):
@@ -127,7 +128,7 @@ def _unwrap(gpu_facts):
     return gpu_facts
 
 
-def lockstep_components(gpu_facts, packages=None):
+def components(gpu_facts, packages=None):
     """Flatten gpu_facts into ``{component: scalar}``; see the module docstring.
 
     ``packages``: None reports every package fact as ``pkg.<name>``; a list
@@ -139,7 +140,7 @@ def lockstep_components(gpu_facts, packages=None):
         isinstance(packages, (str, bytes)) or not isinstance(packages, (list, tuple, set))
     ):
         raise AnsibleFilterError(
-            f"lockstep_components: packages must be a list of names, got {packages!r}"
+            f"components: packages must be a list of names, got {packages!r}"
         )
     out = {}
 
@@ -149,7 +150,7 @@ def lockstep_components(gpu_facts, packages=None):
 
     def error_of(name):
         value = facts.get(name)
-        if _is_error(value):
+        if is_error(value):
             error = {"error": str(value["error"])}
             for key in _SECTION_COMPONENTS[name]:
                 out[key] = dict(error)
@@ -222,7 +223,7 @@ def lockstep_components(gpu_facts, packages=None):
         put("docker.nvidia_container_toolkit", docker.get("nvidia_container_toolkit"))
 
     conda = facts.get("conda")
-    if _is_error(conda):
+    if is_error(conda):
         out["conda"] = {"error": str(conda["error"])}
     elif conda:
         envs = _section(facts, "conda").get("envs") or {}
@@ -233,7 +234,7 @@ def lockstep_components(gpu_facts, packages=None):
 
     network = _section(facts, "network")
     interfaces = network.get("interfaces") or {}
-    if _is_error(interfaces):
+    if is_error(interfaces):
         out["net"] = {"error": str(interfaces["error"])}
     else:
         for name in sorted(interfaces):
@@ -241,7 +242,7 @@ def lockstep_components(gpu_facts, packages=None):
             for field in ("mtu", "speed_mbps", "state"):
                 put(f"net.{name}.{field}", info.get(field))
     rdma = network.get("rdma") or []
-    if _is_error(rdma):
+    if is_error(rdma):
         out["rdma"] = {"error": str(rdma["error"])}
     else:
         for ca in rdma:
@@ -256,7 +257,7 @@ def lockstep_components(gpu_facts, packages=None):
         put("nccl_conf.sha256", _section(facts, "nccl_conf").get("sha256"))
 
     pkgs = facts.get("packages") or {}
-    if _is_error(pkgs):
+    if is_error(pkgs):
         error = {"error": str(pkgs["error"])}
         if packages is None:
             out["pkg"] = error
@@ -269,13 +270,13 @@ def lockstep_components(gpu_facts, packages=None):
     return out
 
 
-def lockstep_fact_summary(gpu_facts):
+def fact_summary(gpu_facts):
     """One line: driver, CUDA, NCCL and GPUs (plus unreadable sources)."""
     facts = _unwrap(gpu_facts)
 
     def part(name, render):
         value = facts.get(name)
-        if _is_error(value):
+        if is_error(value):
             return None
         return render(_section(facts, name))
 
@@ -318,13 +319,3 @@ def lockstep_fact_summary(gpu_facts):
     if errors:
         line += f" ({len(errors)} unreadable: {', '.join(sorted(errors))})"
     return line
-
-
-class FilterModule:
-    """Lockstep gpu_facts filters."""
-
-    def filters(self):
-        return {
-            "lockstep_components": lockstep_components,
-            "lockstep_fact_summary": lockstep_fact_summary,
-        }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ansible.module_utils.lockstep_errors import ParseError, require_text
+from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError, int_or_none, require_text
 
 # Link layers ibstat and ibv_devinfo print (rdma-core: "InfiniBand",
 # "Ethernet", "Unknown"). Anything else in the last field of a port is taken
@@ -20,13 +20,6 @@ from ansible.module_utils.lockstep_errors import ParseError, require_text
 _LINK_LAYERS = ("InfiniBand", "Ethernet", "Unknown")
 
 
-def _int_or_none(value):
-    value = value.strip()
-    if re.match(r"^\d+$", value):
-        return int(value)
-    if re.match(r"^0x[0-9a-fA-F]+$", value):
-        return int(value, 16)
-    return None
 
 
 def _rate(value, where, source):
@@ -155,13 +148,13 @@ def parse_ibstat(text, source=None):
             if field == "rate":
                 port[field] = _rate(value, where, source)
             elif field in ("base_lid", "lmc", "sm_lid"):
-                port[field] = _int_or_none(value)
+                port[field] = int_or_none(value)
             else:
                 port[field] = value
         elif port is None and key in _CA_KEYS:
             field = _CA_KEYS[key]
             if field == "number_of_ports":
-                count = _int_or_none(value)
+                count = int_or_none(value)
                 if count is None:
                     raise ParseError(
                         "CA %s: unreadable 'Number of ports: %s'" % (ca["name"], value),
@@ -289,13 +282,13 @@ def parse_ibv_devinfo(text, source=None):
                 continue
             value = _strip_code(value)
             if key in ("max_mtu", "active_mtu", "sm_lid", "port_lid"):
-                number = _int_or_none(value)
+                number = int_or_none(value)
                 port[key] = number if number is not None else value
             else:
                 port[key] = value
         elif key in _HCA_KEYS:
             if key in _HCA_INT_KEYS:
-                number = _int_or_none(value)
+                number = int_or_none(value)
                 if number is None:
                     raise ParseError(
                         "HCA %s: unreadable %s %r" % (hca["hca_id"], key, value), source

@@ -33,7 +33,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 
-from ansible.module_utils.lockstep_errors import ParseError, require_text
+from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError, int_or_none, require_text
 
 __all__ = [
     "parse_nvidia_smi_xml",
@@ -84,13 +84,6 @@ def _find(elem: ET.Element, path: str) -> str | None:
     return _clean(found.text)
 
 
-def _int_or_none(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return None
 
 
 def _mib(value: str | None, what: str, source: str | None) -> int | None:
@@ -123,9 +116,9 @@ def _parse_gpu(gpu: ET.Element, index: int, source: str | None) -> dict:
     for mig in gpu.findall("mig_devices/mig_device"):
         mig_details.append(
             {
-                "index": _int_or_none(_find(mig, "index")),
-                "gpu_instance_id": _int_or_none(_find(mig, "gpu_instance_id")),
-                "compute_instance_id": _int_or_none(_find(mig, "compute_instance_id")),
+                "index": int_or_none(_find(mig, "index")),
+                "gpu_instance_id": int_or_none(_find(mig, "gpu_instance_id")),
+                "compute_instance_id": int_or_none(_find(mig, "compute_instance_id")),
                 "memory_total_mib": _mib(
                     _find(mig, "fb_memory_usage/total"), f"{where} MIG memory", source
                 ),
@@ -136,7 +129,7 @@ def _parse_gpu(gpu: ET.Element, index: int, source: str | None) -> dict:
     fabric_status = _find(gpu, "fabric/status")
     return {
         "index": index,
-        "minor_number": _int_or_none(_find(gpu, "minor_number")),
+        "minor_number": int_or_none(_find(gpu, "minor_number")),
         "name": name,
         "brand": _find(gpu, "product_brand"),
         "architecture": _find(gpu, "product_architecture"),
@@ -198,7 +191,7 @@ def parse_nvidia_smi_xml(text: str, source: str | None = None) -> dict:
 
     warnings = []
     gpus = [_parse_gpu(gpu, i, source) for i, gpu in enumerate(root.findall("gpu"))]
-    attached = _int_or_none(_find(root, "attached_gpus"))
+    attached = int_or_none(_find(root, "attached_gpus"))
     if attached is not None and attached != len(gpus):
         warnings.append(
             f"attached_gpus says {attached} but the output lists {len(gpus)} <gpu> "

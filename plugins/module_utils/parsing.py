@@ -1,9 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: Lockstep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Errors shared by Lockstep's parsers."""
+"""What Lockstep's parsers share: their error, the text check, integer reading."""
 
 from __future__ import annotations
+
+import re
+
+_DECIMAL = re.compile(r"^[+-]?[0-9]+$")
+_HEX = re.compile(r"^0[xX][0-9a-fA-F]+$")
 
 
 class ParseError(ValueError):
@@ -32,3 +37,21 @@ def require_text(text, source, what):
     if not text.strip():
         raise ParseError("empty input: expected %s" % what, source)
     return text
+
+
+def int_or_none(value):
+    """An integer from an int or a decimal (or 0x hexadecimal) string; None otherwise.
+
+    ``None``, booleans, ``"N/A"`` and anything else that is not a whole number
+    read as None, so a parser never fails on a field it only reports.
+    """
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if _DECIMAL.match(text):
+        return int(text)
+    if _HEX.match(text):
+        return int(text, 16)
+    return None

@@ -1,0 +1,28 @@
+# -*- coding: utf-8 -*-
+# Copyright: Lockstep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Drift filters: lockstep.gpu.drift compares the nodes; drift_line,
+drift_table, drift_markdown and drift_html render its report. The logic is in
+plugin_utils/ (drift.py and report_*.py); each filter's documentation is the
+YAML file of its name beside this one."""
+
+from __future__ import annotations
+
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.drift import drift
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.report import drift_line
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_html import drift_html
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_markdown import drift_markdown
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_table import drift_table
+
+
+class FilterModule:
+    """Cross-node drift analysis and its renderers."""
+
+    def filters(self):
+        return {
+            "drift": drift,
+            "drift_line": drift_line,
+            "drift_table": drift_table,
+            "drift_markdown": drift_markdown,
+            "drift_html": drift_html,
+        }

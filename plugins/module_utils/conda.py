@@ -1,0 +1,160 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Conda environments, in one place: the canonical hash of an environment's
+lock entry and its pip requirements (scripts/conda-lock on the controller,
+the conda_env module on the node), scanning an installed environment
+(gpu_facts, conda_env) and the collector's ``conda-envs.json``.
+Standard library only: this runs on managed nodes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+
+from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import read_short
+from ansible_collections.lockstep.gpu.plugins.module_utils.system import parse_json_object
+from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
+
+LOCK_FORMAT = 1
+#: The file in ``<env>/conda-meta/`` that holds the sha256 of the lock entry
+#: an environment was built from (written by the conda_env module).
+LOCK_HASH_FILE = "lockstep-lock.sha256"
+
+
+def entry_sha256(entry: dict) -> str:
+    """sha256 of an environment's lock entry, without its own ``sha256`` key.
+
+    The entry is serialised as canonical JSON (sorted keys, no spaces), so the
+    controller and every node compute the same value. It is what the role
+    writes to ``<env>/conda-meta/lockstep-lock.sha256``.
+    """
+    body = {k: v for k, v in entry.items() if k != "sha256"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def pip_requirements(entry: dict) -> str:
+    """requirements.txt text of an entry's pip packages, with their hashes."""
+    return "".join(
+        f"{p['name']}=={p['version']} --hash=sha256:{p['sha256']}\n"
+        for p in entry.get("pip", {}).get("packages", []))
+
+
+_DIST_INFO = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)\.dist-info$")
+
+
+def normalize_package_name(name: str) -> str:
+    """PEP 503 name: lower case, runs of ``-_.`` as one ``-``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _metadata_version(dist_info: str):
+    text = read_short(os.path.join(dist_info, "METADATA"))
+    if text:
+        match = re.search(r"^Version:\s*(\S+)", text, re.MULTILINE)
+        if match:
+            return match.group(1)
+    return None
+
+
+def scan_env(prefix: str) -> dict:
+    """What an environment holds: Python, torch, deepspeed, package hash, lock hash."""
+    meta = os.path.join(prefix, "conda-meta")
+    lines = set()
+    conda = {}
+    unreadable = []
+    for entry in sorted(os.listdir(meta)):
+        if not entry.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(meta, entry), "rb") as handle:
+                record = json.loads(handle.read().decode("utf-8", "replace"))
+            name, version = record["name"], record["version"]
+        except (OSError, ValueError, KeyError, TypeError):
+            unreadable.append(entry)
+            continue
+        conda[normalize_package_name(name)] = version
+        lines.add(f"{normalize_package_name(name)}=={version}")
+
+    python = conda.get("python")
+    pip = {}
+    lib = os.path.join(prefix, "lib")
+    try:
+        pythons = sorted(d for d in os.listdir(lib) if re.match(r"^python\d+\.\d+$", d))
+    except OSError:
+        pythons = []
+    for pydir in pythons:
+        site = os.path.join(lib, pydir, "site-packages")
+        try:
+            entries = sorted(os.listdir(site))
+        except OSError:
+            continue
+        if python is None:
+            python = pydir[len("python"):]
+        for entry in entries:
+            match = _DIST_INFO.match(entry)
+            if not match:
+                continue
+            name = normalize_package_name(match.group("name"))
+            version = match.group("version")
+            lines.add(f"{name}=={version}")
+            if name in ("torch", "deepspeed"):
+                pip[name] = _metadata_version(os.path.join(site, entry)) or version
+
+    lock = read_short(os.path.join(meta, LOCK_HASH_FILE))
+    digest = hashlib.sha256("".join(f"{line}\n" for line in sorted(lines)).encode("utf-8"))
+    return {
+        "prefix": prefix,
+        "python": python,
+        "torch": pip.get("torch") or conda.get("pytorch") or conda.get("torch"),
+        "deepspeed": pip.get("deepspeed") or conda.get("deepspeed"),
+        "packages": len(lines),
+        "packages_sha256": digest.hexdigest(),
+        "lock_sha256": lock.split()[0] if lock else None,
+        "unreadable_records": unreadable,
+    }
+
+
+def build_conda_envs(dirs):
+    """JSON text ``{env name: {...}}`` for every conda environment (a
+    directory holding ``conda-meta/``) directly under one of ``dirs``; None
+    when there is none. See the module documentation for the keys."""
+    envs = {}
+    for base in dirs or ():
+        try:
+            entries = sorted(os.listdir(base))
+        except OSError:
+            continue
+        for entry in entries:
+            prefix = os.path.join(base, entry)
+            if not os.path.isdir(os.path.join(prefix, "conda-meta")):
+                continue
+            key = entry if entry not in envs else prefix
+            try:
+                envs[key] = scan_env(prefix)
+            except OSError as exc:
+                envs[key] = {"prefix": prefix, "error": f"cannot read {prefix}: {exc}"}
+    if not envs:
+        return None
+    return json.dumps(envs, indent=2, sort_keys=True) + "\n"
+
+
+_CONDA_KEYS = ("python", "torch", "deepspeed", "packages_sha256", "lock_sha256")
+
+
+def parse_conda_envs(text: str, source=None) -> dict:
+    """The collector's ``conda-envs.json``."""
+    data = parse_json_object(text, source, "conda-envs JSON")
+    envs = {}
+    for name, info in data.items():
+        if not isinstance(info, dict):
+            raise ParseError(f"environment {name!r} is not an object", source)
+        if info.get("error"):
+            raise ParseError(f"environment {name!r}: {info['error']}", source)
+        env = {key: info.get(key) for key in _CONDA_KEYS}
+        env["prefix"] = info.get("prefix")
+        env["packages"] = info.get("packages")
+        envs[name] = env
+    return envs
