@@ -1,27 +1,41 @@
 """Shared testinfra set-up for every molecule scenario.
 
-Molecule hands testinfra an Ansible inventory. Through Ansible each command
-of a test costs a whole ansible run (seconds); the nodes are podman
-containers, so the tests talk to them with ``podman exec`` instead, which is
-what the podman connection plugin does anyway. ``hostvars`` still comes from
-the Ansible inventory, so tests read the declared state instead of repeating
-it.
+The nodes are podman containers that Ansible reaches over SSH at the fixed
+address each platform declares (.config/molecule/config.yml). The tests
+reach them the same way, through testinfra's ssh backend (one multiplexed
+connection per node, ControlPersist), instead of one Ansible run per command.
+``hostvars`` still comes from the Ansible inventory, so tests read the
+declared state instead of repeating it.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+from functools import lru_cache
 
 import pytest
 import testinfra
+import yaml
+
+SSH_ARGS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
 
 
-def _container_of(ansible_host) -> str | None:
-    variables = ansible_host.ansible.get_variables()
-    if variables.get("ansible_connection") in ("podman", "containers.podman.podman"):
-        return variables.get("ansible_host") or variables["inventory_hostname"]
-    return None
+@lru_cache(maxsize=None)
+def _addresses() -> dict:
+    """{platform name: ip} from the scenario's molecule.yml."""
+    with open(os.environ["MOLECULE_FILE"], encoding="utf-8") as handle:
+        platforms = yaml.safe_load(handle)["platforms"]
+    return {p["name"]: p["ip"] for p in platforms if "ip" in p}
+
+
+def _ssh_host(name: str):
+    ip = _addresses().get(name)
+    if ip is None:
+        return None
+    return testinfra.get_host(
+        f"ssh://root@{ip}", ssh_identity_file=os.environ["LOCKSTEP_SSH_KEY"], ssh_extra_args=SSH_ARGS
+    )
 
 
 @pytest.fixture(scope="module")
@@ -32,18 +46,17 @@ def hostvars(_testinfra_host):
 
 @pytest.fixture(scope="module")
 def host(_testinfra_host):
-    container = _container_of(_testinfra_host)
-    if container is None:
-        return _testinfra_host
-    return testinfra.get_host(f"podman://{container}")
+    name = _testinfra_host.ansible.get_variables()["inventory_hostname"]
+    return _ssh_host(name) or _testinfra_host
 
 
 def node(name: str):
     """Another node of the scenario, e.g. to compare its state with this one's."""
+    found = _ssh_host(name)
+    if found is not None:
+        return found
     inventory = os.environ["MOLECULE_INVENTORY_FILE"]
-    other = testinfra.get_host(f"ansible://{name}?ansible_inventory={inventory}")
-    container = _container_of(other)
-    return testinfra.get_host(f"podman://{container}") if container else other
+    return testinfra.get_host(f"ansible://{name}?ansible_inventory={inventory}")
 
 
 PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())

@@ -16,8 +16,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${LOCKSTEP_DEBIAN_SECURITY_MIRROR:=http://deb.debian.org/debian-security}"
 : "${LOCKSTEP_NODE_IMAGE:=localhost/lockstep-node:debian12}"
 suite=bookworm
-# What Ansible, systemd and the roles' first tasks need on a fresh node.
-packages=python3,python3-apt,systemd,systemd-sysv,dbus,sudo,ca-certificates,gnupg,iproute2,procps,locales,tzdata,kmod
+# What Ansible, systemd and the roles' first tasks need on a fresh node, and
+# sshd: Ansible reaches the nodes over SSH, as it reaches a real cluster.
+packages=python3,python3-apt,systemd,systemd-sysv,dbus,sudo,ca-certificates,gnupg,iproute2,procps,locales,tzdata,kmod,openssh-server
 
 recipe_hash=$( { cat "$0"; echo "$suite $packages $LOCKSTEP_DEBIAN_MIRROR $LOCKSTEP_DEBIAN_SECURITY_MIRROR"; } | sha256sum | cut -c1-12)
 pinned="${LOCKSTEP_NODE_IMAGE}-${recipe_hash}"
@@ -46,6 +47,16 @@ for unit in getty.target systemd-logind.service systemd-udevd.service \
   ln -sf /dev/null "$rootfs/etc/systemd/system/$unit"
 done
 rm -f "$rootfs"/etc/machine-id && touch "$rootfs/etc/machine-id"
+# Root logs in with the checkout's throwaway key only (scripts/bootstrap makes
+# .cache/ssh/lockstep_ed25519; containers get its public half as
+# /root/.ssh/authorized_keys). TEST NODES ONLY: every container of this image
+# shares the host keys made here, so clients do not pin them.
+cat >"$rootfs/etc/ssh/sshd_config.d/lockstep-test-node.conf" <<'SSHD'
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+UseDNS no
+SSHD
 chroot "$rootfs" apt-get clean
 rm -rf "$rootfs"/var/lib/apt/lists/*
 

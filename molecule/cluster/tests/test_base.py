@@ -92,7 +92,11 @@ def test_verify_playbook_finds_the_nodes_identical(tmp_path):
      "base_locale 'xx_XX.UTF-8' is not in /usr/share/i18n/SUPPORTED"),
     ("base_apt_mirror=mirrors.example.cn/debian",
      "mirrors.example.cn/debian is not a usable apt mirror URL"),
-    ("base_apt_cache_valid_time=soon", "base_apt_cache_valid_time"),
+    ("base_manage_etc_hosts=maybe", "base_manage_etc_hosts"),
+    ('{"cuda_versions": [12.1]}', "cuda_versions holds 12.1 as a YAML number: quote it ('12.1')"),
+    ("nccl_fabric=omnipath", "value of nccl_fabric must be one of: ethernet, roce, infiniband, got: omnipath"),
+    ('{"docker_daemon_options": {"max-concurrent-downloads": "3"}}',
+     "daemon.json option 'max-concurrent-downloads': must be a JSON integer"),
 ])
 def test_bad_input_fails_clearly_and_changes_nothing(bad, message):
     before = {n: node(n).check_output("md5sum /etc/localtime /etc/default/locale /etc/apt/sources.list.d/*")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -140,7 +141,8 @@ def test_keys_written_by_hand_survive_the_converge():
 
 
 # --------------------------------------------------------------------------
-# A bad option fails before any restart
+# Bad input fails in the preflight, before anything changes; what only the
+# node can tell fails in the role, before any restart
 # --------------------------------------------------------------------------
 BAD_OPTIONS = {
     # node: (docker_daemon_options in its inventory, what the error must name)
@@ -148,26 +150,58 @@ BAD_OPTIONS = {
             "daemon.json option 'no-such-option': is not a dockerd 20.10 configuration option"),
     "dk2": ({"max-concurrent-uploads": "many"},
             "daemon.json option 'max-concurrent-uploads': must be a JSON integer"),
-    # Debian's unit starts dockerd with -H fd://: dockerd would refuse to start.
-    "dk3": ({"hosts": ["tcp://0.0.0.0:2375"]},
-            "daemon.json option 'hosts': is already set on dockerd's command line"),
 }
 
 
-def test_an_invalid_option_fails_before_any_restart_and_dockerd_keeps_running(tmp_path):
-    before = {name: dockerd_state(node(name)) for name in NODES}
-    mirrors = {name: docker_info(node(name))["RegistryConfig"]["Mirrors"] for name in NODES}
+def apt_state(host) -> str:
+    """What apt trusts and reads, and what is installed and held."""
+    return host.check_output(
+        "sha256sum /etc/apt/sources.list.d/* /etc/apt/keyrings/* /etc/apt/preferences.d/*; "
+        "dpkg-query -W -f='${Package} ${Version} ${Status}\\n' | sort | sha256sum")
+
+
+def one_line(result) -> str:
+    return " ".join((result.stdout + result.stderr).split())  # the YAML callback folds long messages
+
+
+def unchanged_recap(out: str) -> bool:
+    recap = re.findall(r"changed=(\d+)", out)
+    return bool(recap) and set(recap) == {"0"}
+
+
+def test_invalid_options_fail_in_the_preflight_and_change_nothing(tmp_path):
+    before = {name: (dockerd_state(node(name)), apt_state(node(name))) for name in NODES}
     # One bad option per node, declared in a second inventory source (it
     # overrides the inventory file's host variables), one playbook run.
     bad = tmp_path / "bad-options.yml"
     bad.write_text(json.dumps({"all": {"hosts": {
         name: {"docker_daemon_options": options} for name, (options, _) in BAD_OPTIONS.items()}}}))
     result = playbook("docker.yml", "-i", str(bad))
-    out = " ".join((result.stdout + result.stderr).split())  # the YAML callback folds long messages
+    out = one_line(result)
     assert result.returncode != 0, out[-3000:]
     for name, (_, words) in BAD_OPTIONS.items():
         assert f"fatal: [{name}]" in out, out[-3000:]
         assert words in out, out[-3000:]
+    assert "would make an invalid /etc/docker/daemon.json" in out and "nothing was changed" in out
+    # The preflight stopped the run: the docker role never started.
+    assert "Merge the managed settings into daemon.json" not in out
+    assert unchanged_recap(out), out[-2000:]
+    for name in NODES:
+        assert (dockerd_state(node(name)), apt_state(node(name))) == before[name]
+
+
+def test_an_option_only_the_node_refuses_fails_before_any_restart_and_dockerd_keeps_running(tmp_path):
+    # Debian's unit starts dockerd with -H fd://: dockerd would refuse to
+    # start with "hosts" in daemon.json too. Only the node's unit tells.
+    before = {name: dockerd_state(node(name)) for name in NODES}
+    mirrors = {name: docker_info(node(name))["RegistryConfig"]["Mirrors"] for name in NODES}
+    bad = tmp_path / "bad-hosts.yml"
+    bad.write_text(json.dumps({"all": {"hosts": {"dk3": {"docker_daemon_options": {"hosts": ["tcp://0.0.0.0:2375"]}}}}}))
+    result = playbook("docker.yml", "-i", str(bad))
+    out = one_line(result)
+    assert result.returncode != 0, out[-3000:]
+    assert "fatal: [dk3]" in out
+    assert "daemon.json option 'hosts': is already set on dockerd's command line" in out, out[-3000:]
     assert "/etc/docker/daemon.json not changed - the merged configuration is invalid" in out
     assert "RUNNING HANDLER" not in out
     for name in NODES:
@@ -175,6 +209,38 @@ def test_an_invalid_option_fails_before_any_restart_and_dockerd_keeps_running(tm
         assert dockerd_state(node(name)) == before[name]
         assert docker_info(node(name))["RegistryConfig"]["Mirrors"] == mirrors[name]
         assert not node(name).run("ls /etc/docker/.daemon.json.*").stdout  # no candidate left
+
+
+# Docker's real release key: a real key, but not the one that signs the stand-in.
+DOCKER_FINGERPRINT = "9DC858229FC7DD38854AE2D88D81803C0EBFCD88"
+
+
+def test_a_key_with_another_fingerprint_fails_naming_url_and_fingerprint_and_changes_nothing():
+    before = {name: apt_state(node(name)) for name in NODES}
+    result = playbook("docker.yml", "-e", f"docker_nvidia_repo_key_fingerprint={DOCKER_FINGERPRINT}")
+    out = one_line(result)
+    assert result.returncode != 0, out[-3000:]
+    assert ("key_url file:///srv/lockstep-standin/lockstep-standin.gpg does not provide the declared "
+            f"key_fingerprint {DOCKER_FINGERPRINT}") in out, out[-3000:]
+    assert "docker_nvidia_repo_key_fingerprint" in out
+    assert unchanged_recap(out), out[-2000:]
+    for name in NODES:
+        assert apt_state(node(name)) == before[name]
+
+
+def test_an_http_key_url_is_refused():
+    result = playbook("docker.yml", "-e", "docker_nvidia_repo_key_url=http://127.0.0.1:9/gpgkey")
+    out = one_line(result)
+    assert result.returncode != 0
+    assert "http://127.0.0.1:9/gpgkey" in out and "docker_nvidia_repo_key_url" in out, out[-3000:]
+
+
+def test_the_keyring_holds_exactly_the_declared_key(host, hostvars):
+    listing = host.check_output(
+        "gpg --show-keys --with-colons /etc/apt/keyrings/lockstep-nvidia-container-toolkit.gpg")
+    assert [line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:")][:1] == \
+        [hostvars["docker_nvidia_repo_key_fingerprint"]]
+    assert len([line for line in listing.splitlines() if line.startswith("pub:")]) == 1
 
 
 # --------------------------------------------------------------------------

@@ -88,11 +88,17 @@ def test_kernel_steps_are_skipped_in_containers(host):
     assert not host.file("/boot/initrd.img-" + host.check_output("uname -r")).exists
 
 
-def test_nvidia_repository_is_signed_by_its_keyring(host):
+def test_nvidia_repository_is_signed_by_its_keyring(host, hostvars):
     sources = host.file("/etc/apt/sources.list.d/lockstep-nvidia-cuda.sources").content_string
     assert "URIs: file:///srv/lockstep-standin/compute/cuda/repos/debian12/x86_64" in sources
-    assert "Signed-By: /etc/apt/keyrings/lockstep-nvidia-cuda.asc" in sources
+    assert "Signed-By: /etc/apt/keyrings/lockstep-nvidia-cuda.gpg" in sources
     assert "trusted" not in sources.lower()
+    # The keyring holds exactly the declared key: gpg lists one primary key
+    # with the fingerprint the inventory declares.
+    listing = host.check_output("gpg --show-keys --with-colons /etc/apt/keyrings/lockstep-nvidia-cuda.gpg")
+    primaries = [line for line in listing.splitlines() if line.startswith("pub:")]
+    fingerprints = [line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:")]
+    assert len(primaries) == 1 and fingerprints[0] == hostvars["nvidia_repo_key_fingerprint"]
 
 
 # --------------------------------------------------------------------------
