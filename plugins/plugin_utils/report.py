@@ -109,6 +109,29 @@ def grid(report, drift_only):
     return hosts, rows
 
 
+def fold(hosts, rows):
+    """Hosts whose column is the same in every row, as one column each.
+
+    Returns ``(groups, rows)``: ``groups`` lists the hosts of each folded
+    column (first seen first, drifted columns before the others), ``rows``
+    is ``rows`` with one cell per group. A cluster of thousands of nodes that
+    agree becomes a handful of columns.
+    """
+    columns = {}
+    for index, host in enumerate(hosts):
+        key = tuple(row[index] for _c, _exp, row in rows)
+        columns.setdefault(key, []).append(host)
+    keys = sorted(columns, key=lambda k: not any(drifted for _text, drifted in k))
+    groups = [columns[k] for k in keys]
+    folded = [(c, exp, [k[i] for k in keys]) for i, (c, exp, _row) in enumerate(rows)]
+    return groups, folded
+
+
+def group_label(hosts):
+    """``dp1`` or ``dp1 +4999`` for a folded column."""
+    return str(hosts[0]) if len(hosts) == 1 else f"{hosts[0]} +{len(hosts) - 1}"
+
+
 def clip(text, width):
     text = " ".join(str(text).split())  # no newlines/tabs in a fixed-width table
     if width and len(text) > width:

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import html
 
-from ansible_collections.lockstep.gpu.plugins.plugin_utils.report import check_report, format_actual, format_expected, grid, summary
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.report import (
+    check_report,
+    fold,
+    format_actual,
+    format_expected,
+    grid,
+    group_label,
+    summary,
+)
 
 
 _CSS = """
@@ -24,11 +32,18 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
 """.strip()
 
 
-def drift_html(report, title="Lockstep drift report", drift_only=False):
-    """One self-contained HTML page: the matrix (drifted cells class ``drift``) and every drift."""
+def drift_html(report, title="Lockstep drift report", drift_only=False, fold_above=12):
+    """One self-contained HTML page: the matrix (drifted cells class ``drift``) and every drift.
+
+    With more than ``fold_above`` hosts, hosts whose columns are identical
+    fold into one column headed ``dp1 +499`` (every host named in its title).
+    """
     check_report(report, "drift_html")
     esc = lambda s: html.escape(str(s), quote=True)  # noqa: E731
     hosts, rows = grid(report, drift_only)
+    groups = [[h] for h in hosts]
+    if fold_above and len(hosts) > fold_above:
+        groups, rows = fold(hosts, rows)
     by_component = report["by_component"]
     ok = not report["drifts"]
     out = [
@@ -49,7 +64,7 @@ def drift_html(report, title="Lockstep drift report", drift_only=False):
     out.append('<div class="scroll"><table class="matrix">')
     out.append(
         "<thead><tr><th>component</th><th>expected</th>"
-        + "".join(f"<th>{esc(h)}</th>" for h in hosts)
+        + "".join(f'<th title="{esc(", ".join(map(str, g)))}">{esc(group_label(g))}</th>' for g in groups)
         + "</tr></thead>"
     )
     out.append("<tbody>")

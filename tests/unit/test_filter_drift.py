@@ -451,3 +451,43 @@ def test_ten_thousand_hosts_under_a_second():
     assert len(report["components"]) == 39
     assert 0 < len(report["drifts"]) <= 100
     assert all(d["actual"] == "9.9.9-drift" for d in report["drifts"])
+
+
+# --------------------------------------------------------------------------- #
+# Large clusters: identical hosts fold into one column
+# --------------------------------------------------------------------------- #
+
+
+def _large(n=500, drifted=("n0007",)):
+    facts = {f"n{i:04d}": {"driver": "535.261.03", "cuda": "12.1"} for i in range(n)}
+    for host in drifted:
+        facts[host]["cuda"] = "12.2"
+    return drift(facts)
+
+
+def test_table_of_a_large_cluster_shows_the_drifted_host_and_one_folded_column():
+    table = drift_table(_large(), max_hosts=12)
+    header = table.splitlines()[0].split()
+    assert header == ["component", "expected", "n0007", "n0000", "+498"]
+    assert "*12.2*" in table
+    assert "1 drift(s) on 1 of 500 host(s)" in table
+
+
+def test_table_of_a_large_cluster_prints_at_most_max_hosts_columns():
+    report = _large(n=40, drifted=[f"n{i:04d}" for i in range(0, 40, 2)])
+    facts = {h: {"v": h} for h in report["hosts"]}  # every host different: nothing folds
+    table = drift_table(drift(facts, ignore=[]), max_hosts=5)
+    assert len(table.splitlines()[0].split()) == 2 + 5
+    assert "35 more host(s) with other identical stacks are not shown." in table
+
+
+def test_small_clusters_are_not_folded():
+    table = drift_table(_large(n=4, drifted=()), max_hosts=12)
+    assert table.splitlines()[0].split() == ["component", "expected", "n0000", "n0001", "n0002", "n0003"]
+
+
+def test_html_of_a_large_cluster_folds_identical_hosts_and_names_them_in_the_title():
+    page = drift_html(_large())
+    assert page.count("<th title=") == 2
+    assert ">n0000 +498</th>" in page
+    assert 'title="n0000, n0001, n0002' in page
