@@ -24,10 +24,13 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
 """.strip()
 
 
+def _esc(value):
+    return html.escape(str(value), quote=True)
+
+
 def drift_html(report, title="Lockstep drift report", drift_only=False):
     """One self-contained HTML page: the matrix (drifted cells class ``drift``) and every drift."""
     check_report(report, "drift_html")
-    esc = lambda s: html.escape(str(s), quote=True)  # noqa: E731
     hosts, rows = grid(report, drift_only)
     by_component = report["by_component"]
     ok = not report["drifts"]
@@ -36,12 +39,12 @@ def drift_html(report, title="Lockstep drift report", drift_only=False):
         '<html lang="en">',
         "<head>",
         '<meta charset="utf-8">',
-        f"<title>{esc(title)}</title>",
+        f"<title>{_esc(title)}</title>",
         f"<style>\n{_CSS}\n</style>",
         "</head>",
         "<body>",
-        f"<h1>{esc(title)}</h1>",
-        f'<p class="summary {"ok" if ok else "bad"}">{esc(summary(report))}</p>',
+        f"<h1>{_esc(title)}</h1>",
+        f'<p class="summary {"ok" if ok else "bad"}">{_esc(summary(report))}</p>',
         "<h2>Components by host</h2>",
     ]
     if drift_only:
@@ -49,15 +52,15 @@ def drift_html(report, title="Lockstep drift report", drift_only=False):
     out.append('<div class="scroll"><table class="matrix">')
     out.append(
         "<thead><tr><th>component</th><th>expected</th>"
-        + "".join(f"<th>{esc(h)}</th>" for h in hosts)
+        + "".join(f"<th>{_esc(h)}</th>" for h in hosts)
         + "</tr></thead>"
     )
     out.append("<tbody>")
     for c, exp, row in rows:
-        cells = [f"<th>{esc(c)}</th>", f'<td class="expected">{esc(exp)}</td>']
+        cells = [f"<th>{_esc(c)}</th>", f'<td class="expected">{_esc(exp)}</td>']
         for text, drifted in row:
             cls = ' class="drift"' if drifted else ""
-            cells.append(f"<td{cls}>{esc(text)}</td>")
+            cells.append(f"<td{cls}>{_esc(text)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
 
@@ -74,9 +77,9 @@ def drift_html(report, title="Lockstep drift report", drift_only=False):
                 d["expected"], info.get("source", "declared"), info.get("absent", False)
             )
             out.append(
-                f"<tr><td>{esc(d['host'])}</td><td>{esc(d['component'])}</td>"
-                f'<td>{esc(exp)}</td><td class="drift">{esc(format_actual(d))}</td>'
-                f"<td>{esc(d['reason'])}</td></tr>"
+                f"<tr><td>{_esc(d['host'])}</td><td>{_esc(d['component'])}</td>"
+                f'<td>{_esc(exp)}</td><td class="drift">{_esc(format_actual(d))}</td>'
+                f"<td>{_esc(d['reason'])}</td></tr>"
             )
         out.append("</tbody></table></div>")
     else:
