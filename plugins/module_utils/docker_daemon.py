@@ -17,6 +17,7 @@ import shlex
 
 from ansible_collections.lockstep.gpu.plugins.module_utils.docker_daemon_rules import COMMAND_LINE_ONLY, ENGINE_VERSION, NAMED_FLAGS, SHORT_FLAGS
 
+
 class ConfigError(Exception):
     """The existing daemon.json cannot be read."""
 
@@ -69,7 +70,7 @@ def merge(existing: dict, settings: dict, replace=(), remove=()) -> dict:
         else:
             result[key] = copy.deepcopy(value)
     for item in remove:
-        key, _, sub = item.partition(".")
+        key, _dot, sub = item.partition(".")
         if not sub:
             result.pop(key, None)
         elif key == "exec-opts" and isinstance(result.get(key), list):

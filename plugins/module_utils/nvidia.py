@@ -84,8 +84,6 @@ def _find(elem: ET.Element, path: str) -> str | None:
     return _clean(found.text)
 
 
-
-
 def _mib(value: str | None, what: str, source: str | None) -> int | None:
     if value is None:
         return None
@@ -388,7 +386,7 @@ def parse_cuda_version_json(text: str, source: str | None = None) -> dict:
     version = cuda.get("version") if isinstance(cuda, dict) else None
     if not isinstance(version, str) or not re.match(_VERSION + "$", version.strip()):
         raise ParseError(
-            "CUDA version.json has no '\"cuda\": {\"version\": ...}' entry", source
+            "CUDA version.json has no '\"cuda\": {\"version\": ...}' entry", source=source
         )
     version = version.strip()
     components = {}

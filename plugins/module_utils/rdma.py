@@ -20,8 +20,6 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseE
 _LINK_LAYERS = ("InfiniBand", "Ethernet", "Unknown")
 
 
-
-
 def _rate(value, where, source):
     """``Rate: 400`` -> 400, ``Rate: 2.5`` -> 2.5 (Gb/s)."""
     match = re.match(r"^(\d+(?:\.\d+)?)", value.strip())

@@ -22,7 +22,7 @@ description:
     channel that does not answer leaves the installed environment working.
   - Writes C(conda-meta/lockstep-lock.sha256), which gpu_facts reports as lock_sha256.
 version_added: "0.1.0"
-author: Lockstep contributors
+author: Lockstep contributors (@lockstep)
 options:
   name:
     description: Environment name (for messages).
@@ -50,7 +50,7 @@ notes:
 
 EXAMPLES = r"""
 - name: Install the train environment from the lock
-  conda_env:
+  lockstep.gpu.conda_env:
     name: train
     prefix: /opt/conda/envs/train
     lock: "{{ (lookup('ansible.builtin.file', 'conda-lock.yml') | from_yaml).environments.train }}"
@@ -80,10 +80,10 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-import urllib.request
 import zipfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
 from ansible_collections.lockstep.gpu.plugins.module_utils.conda import LOCK_HASH_FILE, entry_sha256, pip_requirements, scan_env
 
 STATE = "lockstep-state.json"
@@ -110,7 +110,7 @@ def fetch(pkg, pkgs_dir, timeout, env):
     try:
         with os.fdopen(fd, "wb") as out:
             try:
-                with urllib.request.urlopen(pkg["url"], timeout=timeout) as resp:
+                with open_url(pkg["url"], timeout=timeout) as resp:
                     shutil.copyfileobj(resp, out)
             except Exception as exc:  # pylint: disable=broad-except
                 raise InstallError(
@@ -245,8 +245,7 @@ def pip_env():
 def run(cmd, what, env_name):
     out = subprocess.run(cmd, capture_output=True, text=True, env=pip_env(), check=False)
     if out.returncode:
-        raise InstallError("environment %s: %s failed: %s" % (env_name, what,
-                                                               (out.stderr or out.stdout).strip()))
+        raise InstallError("environment %s: %s failed: %s" % (env_name, what, (out.stderr or out.stdout).strip()))
 
 
 def build(module, name, prefix, entry, pkgs_dir, timeout):

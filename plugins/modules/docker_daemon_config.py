@@ -32,7 +32,7 @@ description:
   - The handler that restarts dockerd should be notified only when this module
     reports a change.
 version_added: "0.1.0"
-author: Lockstep contributors
+author: Lockstep contributors (@lockstep)
 options:
   path:
     description: The daemon configuration file.
@@ -83,7 +83,7 @@ notes:
 
 EXAMPLES = r"""
 - name: Docker's daemon settings, merged with what is there
-  docker_daemon_config:
+  lockstep.gpu.docker_daemon_config:
     settings:
       data-root: /data/docker
       registry-mirrors: [https://mirror.example.com]
@@ -141,7 +141,7 @@ def _unit_command_line_keys(module, unit: str) -> set:
     systemctl = module.get_bin_path("systemctl")
     if not unit or not systemctl:
         return set()
-    rc, out, _ = module.run_command([systemctl, "show", "-p", "ExecStart", "-p", "EnvironmentFiles", unit])
+    rc, out, _err = module.run_command([systemctl, "show", "-p", "ExecStart", "-p", "EnvironmentFiles", unit])
     if rc != 0:
         return set()
     execstart = next((line[len("ExecStart="):] for line in out.splitlines() if line.startswith("ExecStart=")), "")

@@ -62,7 +62,7 @@ description:
   - Every command runs with C(LC_ALL=C) through the coreutils C(timeout) binary when the node has
     one (O(command_timeout) seconds), so a hung C(nvidia-smi) or Docker daemon cannot hang the play.
 author:
-  - Lockstep contributors
+  - Lockstep contributors (@lockstep)
 version_added: "0.1.0"
 options:
   from_dir:
@@ -117,8 +117,10 @@ attributes:
     description: Collects and analyses as usual; O(save_to) writes nothing.
   diff_mode:
     support: none
+    description: Changes nothing, so there is nothing to show as a difference.
   facts:
     support: full
+    description: Returns everything it read as the fact C(gpu_facts) (C(ansible_facts.gpu_facts)).
 notes:
   - Standard library only on the node; Python 3.9 or later.
   - Only the node is read; nothing is installed or started.
@@ -126,10 +128,10 @@ notes:
 
 EXAMPLES = r"""
 - name: Collect the GPU stack
-  gpu_facts:
+  lockstep.gpu.gpu_facts:
 
 - name: Collect, and keep a support bundle on the node
-  gpu_facts:
+  lockstep.gpu.gpu_facts:
     save_to: /var/tmp/lockstep-bundle
     packages: [libnccl2, "nvidia-driver-*"]
     interfaces: [ib0, eth0]
@@ -147,7 +149,7 @@ EXAMPLES = r"""
   loop: "{{ bundle.files }}"
 
 - name: Analyse a fetched bundle on the controller
-  gpu_facts:
+  lockstep.gpu.gpu_facts:
     from_dir: "{{ playbook_dir }}/bundles/{{ inventory_hostname }}"
   delegate_to: localhost
 
@@ -155,8 +157,8 @@ EXAMPLES = r"""
   ansible.builtin.debug:
     msg: >-
       {{ dict(ansible_play_hosts | zip(ansible_play_hosts
-         | map('extract', hostvars, 'gpu_facts') | map('lockstep_components')))
-         | lockstep_drift }}
+         | map('extract', hostvars, 'gpu_facts') | map('lockstep.gpu.components')))
+         | lockstep.gpu.drift }}
   run_once: true
 """
 

@@ -95,7 +95,6 @@ _UNREADABLE = _Marker("unreadable")
 _ABSENT = _Marker("absent")
 
 
-
 def _slow_key(host, component, value):
     """Grouping key for anything that is not a plain str/int/float/None."""
     if isinstance(value, bool):

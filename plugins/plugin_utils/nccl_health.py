@@ -11,6 +11,7 @@ import re
 
 from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
 
+
 def _threshold_matches(entry, gpu, nodes, per_node):
     if not re.search(str(entry["gpu"]), gpu, re.IGNORECASE):
         return False
@@ -59,8 +60,9 @@ def check_bus_bandwidth(result, thresholds, source=None):
         (row[side]["wrong"] or 0) for row in result["rows"] for side in ("out_of_place", "in_place")
     )
     out_of_bounds = result.get("out_of_bounds") or 0
+    avg_busbw = float(result["avg_busbw"])
     summary = {
-        "avg_busbw": result["avg_busbw"],
+        "avg_busbw": avg_busbw,
         "gpu": gpu,
         "nodes": nodes,
         "gpus_per_node": per_node,
@@ -82,18 +84,18 @@ def check_bus_bandwidth(result, thresholds, source=None):
     if entry is None:
         summary["ok"] = False if problems else None
         summary["message"] = "; ".join(
-            problems + ["no threshold matches %s (avg bus bandwidth %.2f GB/s)" % (where, result["avg_busbw"])]
+            problems + ["no threshold matches %s (avg bus bandwidth %.2f GB/s)" % (where, avg_busbw)]
         )
         return summary
-    summary["min_busbw"] = float(entry["min_busbw"])
-    if result["avg_busbw"] < summary["min_busbw"]:
+    min_busbw = summary["min_busbw"] = float(entry["min_busbw"])
+    if avg_busbw < min_busbw:
         problems.append(
             "avg bus bandwidth %.2f GB/s is below the %.2f GB/s expected of %s"
-            % (result["avg_busbw"], summary["min_busbw"], where)
+            % (avg_busbw, min_busbw, where)
         )
     summary["ok"] = not problems
     summary["message"] = "; ".join(problems) if problems else (
         "avg bus bandwidth %.2f GB/s >= %.2f GB/s expected of %s"
-        % (result["avg_busbw"], summary["min_busbw"], where)
+        % (avg_busbw, min_busbw, where)
     )
     return summary

@@ -12,11 +12,15 @@ library only.
 
 from __future__ import annotations
 
+import fnmatch
+from collections import namedtuple
+
 from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import int_or_none
 
-import fnmatch
-
 UNKNOWN_SPEED_POLICIES = ("fail", "warn", "ignore")
+
+# One node's link in one slot of link_problems(); speed_mbps None when unknown.
+_Link = namedtuple("_Link", "host name mtu speed_mbps")
 
 
 def _majority(values):
@@ -28,8 +32,6 @@ def _majority(values):
         return None, 0
     best = max(counts.values())
     return next(v for v in values if counts[v] == best), best
-
-
 
 
 def link_problems(nodes, interfaces, expected_mtu=None, min_speed_mbps=0, unknown_speed="fail"):
@@ -71,32 +73,32 @@ def link_problems(nodes, interfaces, expected_mtu=None, min_speed_mbps=0, unknow
                 problems.append("%s: interface %s does not exist" % (host, name))
                 continue
             speed = int_or_none(info.get("speed_mbps"))
-            present.append((host, name, int_or_none(info.get("mtu")), speed if speed and speed > 0 else None))
+            present.append(_Link(host, name, int_or_none(info.get("mtu")), speed if speed and speed > 0 else None))
         if not present:
             continue
-        label = "/".join(sorted({name for _, name, _, _ in present}))
+        label = "/".join(sorted({link.name for link in present}))
 
         declared = None
-        for _, name, _, _ in present:
-            if name in expected_mtu:
-                declared = int(expected_mtu[name])
+        for link in present:
+            if link.name in expected_mtu:
+                declared = int(expected_mtu[link.name])
                 break
         if declared is not None:
             mtu_expected, why = declared, "network_mtu"
         else:
-            mtu_expected, count = _majority([m for _, _, m, _ in present])
+            mtu_expected, count = _majority([link.mtu for link in present])
             why = "the MTU of %d of %d nodes" % (count, len(present))
-        for host, name, mtu, _ in present:
-            if mtu != mtu_expected:
-                problems.append("%s: %s MTU %s, expected %s (%s)" % (host, name, mtu, mtu_expected, why))
+        for link in present:
+            if link.mtu != mtu_expected:
+                problems.append("%s: %s MTU %s, expected %s (%s)" % (link.host, link.name, link.mtu, mtu_expected, why))
 
-        known = [(h, n, s) for h, n, _, s in present if s is not None]
-        for host, name, _, speed in present:
-            if speed is None and unknown_speed != "ignore":
+        known = [(link.host, link.name, link.speed_mbps) for link in present if link.speed_mbps is not None]
+        for link in present:
+            if link.speed_mbps is None and unknown_speed != "ignore":
                 message = (
                     "%s: %s reports no link speed (unknown; virtual NICs such as veth "
                     "often do); its speed cannot be checked against network_min_speed_mbps %s"
-                    % (host, name, min_speed_mbps)
+                    % (link.host, link.name, min_speed_mbps)
                 )
                 (problems if unknown_speed == "fail" else warnings).append(message)
         for host, name, speed in known:
@@ -105,7 +107,7 @@ def link_problems(nodes, interfaces, expected_mtu=None, min_speed_mbps=0, unknow
                     "%s: %s link speed %d Mb/s is below the minimum %d Mb/s (network_min_speed_mbps)"
                     % (host, name, speed, int(min_speed_mbps))
                 )
-        speed_expected, count = _majority([s for _, _, s in known])
+        speed_expected, count = _majority([speed for _host, _name, speed in known])
         for host, name, speed in known:
             if speed != speed_expected:
                 problems.append(
@@ -138,9 +140,9 @@ def rdma_problems(nodes, min_rate_gbps=0):
                     )
                 if port["state"] == "Active":
                     rates.append((where, port["link_layer"], port["rate"]))
-    for layer in sorted({layer for _, layer, _ in rates}):
+    for layer in sorted({link_layer for _where, link_layer, _rate in rates}):
         same = [(w, r) for w, lay, r in rates if lay == layer]
-        expected, count = _majority([r for _, r in same])
+        expected, count = _majority([r for _w, r in same])
         for where, rate in same:
             if rate != expected:
                 problems.append(

@@ -32,6 +32,10 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
 """.strip()
 
 
+def _esc(value):
+    return html.escape(str(value), quote=True)
+
+
 def drift_html(report, title="Lockstep drift report", drift_only=False, fold_above=12):
     """One self-contained HTML page: the matrix (drifted cells class ``drift``) and every drift.
 
@@ -39,7 +43,6 @@ def drift_html(report, title="Lockstep drift report", drift_only=False, fold_abo
     fold into one column headed ``dp1 +499`` (every host named in its title).
     """
     check_report(report, "drift_html")
-    esc = lambda s: html.escape(str(s), quote=True)  # noqa: E731
     hosts, rows = grid(report, drift_only)
     groups = [[h] for h in hosts]
     if fold_above and len(hosts) > fold_above:
@@ -51,12 +54,12 @@ def drift_html(report, title="Lockstep drift report", drift_only=False, fold_abo
         '<html lang="en">',
         "<head>",
         '<meta charset="utf-8">',
-        f"<title>{esc(title)}</title>",
+        f"<title>{_esc(title)}</title>",
         f"<style>\n{_CSS}\n</style>",
         "</head>",
         "<body>",
-        f"<h1>{esc(title)}</h1>",
-        f'<p class="summary {"ok" if ok else "bad"}">{esc(summary(report))}</p>',
+        f"<h1>{_esc(title)}</h1>",
+        f'<p class="summary {"ok" if ok else "bad"}">{_esc(summary(report))}</p>',
         "<h2>Components by host</h2>",
     ]
     if drift_only:
@@ -64,15 +67,15 @@ def drift_html(report, title="Lockstep drift report", drift_only=False, fold_abo
     out.append('<div class="scroll"><table class="matrix">')
     out.append(
         "<thead><tr><th>component</th><th>expected</th>"
-        + "".join(f'<th title="{esc(", ".join(map(str, g)))}">{esc(group_label(g))}</th>' for g in groups)
+        + "".join(f'<th title="{_esc(", ".join(map(str, g)))}">{_esc(group_label(g))}</th>' for g in groups)
         + "</tr></thead>"
     )
     out.append("<tbody>")
     for c, exp, row in rows:
-        cells = [f"<th>{esc(c)}</th>", f'<td class="expected">{esc(exp)}</td>']
+        cells = [f"<th>{_esc(c)}</th>", f'<td class="expected">{_esc(exp)}</td>']
         for text, drifted in row:
             cls = ' class="drift"' if drifted else ""
-            cells.append(f"<td{cls}>{esc(text)}</td>")
+            cells.append(f"<td{cls}>{_esc(text)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
 
@@ -89,9 +92,9 @@ def drift_html(report, title="Lockstep drift report", drift_only=False, fold_abo
                 d["expected"], info.get("source", "declared"), info.get("absent", False)
             )
             out.append(
-                f"<tr><td>{esc(d['host'])}</td><td>{esc(d['component'])}</td>"
-                f'<td>{esc(exp)}</td><td class="drift">{esc(format_actual(d))}</td>'
-                f"<td>{esc(d['reason'])}</td></tr>"
+                f"<tr><td>{_esc(d['host'])}</td><td>{_esc(d['component'])}</td>"
+                f'<td>{_esc(exp)}</td><td class="drift">{_esc(format_actual(d))}</td>'
+                f"<td>{_esc(d['reason'])}</td></tr>"
             )
         out.append("</tbody></table></div>")
     else:

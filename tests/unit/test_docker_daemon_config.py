@@ -25,8 +25,10 @@ from ansible_collections.lockstep.gpu.plugins.module_utils import docker_daemon,
 from ansible_collections.lockstep.gpu.plugins.modules import docker_daemon_config
 
 MODULE = Path(docker_daemon_config.__file__)
-# The module imports its helpers from the collection, as Ansible ships them.
-COLLECTIONS = str(Path(__file__).resolve().parents[2] / "collections")
+# The module imports its helpers from the collection, as Ansible ships them:
+# the folder that holds ansible_collections/lockstep/gpu/plugins/modules/ --
+# collections/ in the repository, ansible-test's copy under ansible-test units.
+COLLECTIONS = str(MODULE.parents[5])
 
 # Real: `systemctl show -p ExecStart docker.service` of Debian 12's docker.io.
 DEBIAN_EXECSTART = (
@@ -58,7 +60,7 @@ def test_merge_is_recursive_for_runtimes_and_replaces_lists():
 
 def test_replace_takes_the_managed_dict_whole():
     merged = docker_daemon.merge({"log-opts": {"labels": "x", "max-file": "9"}}, {"log-opts": {"max-file": "3"}},
-                       replace=["log-opts"])
+                                 replace=["log-opts"])
     assert merged["log-opts"] == {"max-file": "3"}
 
 
@@ -73,7 +75,7 @@ def test_remove_top_level_nested_and_exec_opt():
     existing = {"default-runtime": "nvidia", "runtimes": {"nvidia": {"path": "x"}, "kata": {"path": "y"}},
                 "exec-opts": ["native.cgroupdriver=systemd", "native.umask=normal"]}
     merged = docker_daemon.merge(existing, {}, remove=["default-runtime", "runtimes.nvidia",
-                                              "exec-opts.native.cgroupdriver", "not-there", "runtimes.absent"])
+                                                       "exec-opts.native.cgroupdriver", "not-there", "runtimes.absent"])
     assert merged == {"runtimes": {"kata": {"path": "y"}}, "exec-opts": ["native.umask=normal"]}
 
 
@@ -170,7 +172,7 @@ REJECTED_BY_DOCKERD_20_10 = [
 
 
 @pytest.mark.parametrize("config, words", REJECTED_BY_DOCKERD_20_10,
-                         ids=[json.dumps(c)[:60] for c, _ in REJECTED_BY_DOCKERD_20_10])
+                         ids=[json.dumps(c)[:60] for c, _words in REJECTED_BY_DOCKERD_20_10])
 def test_what_dockerd_20_10_rejects_is_rejected_naming_the_option(config, words):
     errors = docker_daemon_rules.check_dockerd_20_10(config)
     assert any(words in e for e in errors), errors
@@ -244,8 +246,8 @@ def test_a_directive_also_given_on_the_command_line_is_refused():
     # dockerd 20.10, started with -H unix:///tmp/t.sock and {"hosts": [...]} in the file:
     # "the following directives are specified both as a flag and in the configuration file: hosts"
     keys = docker_daemon.command_line_keys(DEBIAN_EXECSTART)
-    errors, _ = _any({"hosts": ["tcp://0.0.0.0:2375"], "containerd": "/x.sock",
-                      "runtimes": {"nvidia": {"path": "/bin/true"}}}, keys)
+    errors, _warnings = _any({"hosts": ["tcp://0.0.0.0:2375"], "containerd": "/x.sock",
+                              "runtimes": {"nvidia": {"path": "/bin/true"}}}, keys)
     assert [e.split(":")[0] for e in errors] == ["daemon.json option 'containerd'", "daemon.json option 'hosts'"]
 
 
@@ -260,13 +262,13 @@ def test_command_line_keys_of_real_and_other_units():
 
 def test_relative_data_root_is_refused():
     # dockerd 20.10 with {"data-root": "relative/x"} never came up: it spun at 90 % CPU.
-    errors, _ = _any({"data-root": "relative/x"})
+    errors, _warnings = _any({"data-root": "relative/x"})
     assert errors == ["daemon.json option 'data-root': 'relative/x' must be an absolute path"]
 
 
 def test_unknown_cgroup_driver_is_refused():
     # failed to start daemon: native.cgroupdriver option bogus not supported
-    errors, _ = _any({"exec-opts": ["native.cgroupdriver=bogus"]})
+    errors, _warnings = _any({"exec-opts": ["native.cgroupdriver=bogus"]})
     assert errors and "native.cgroupdriver 'bogus'" in errors[0]
     assert _any({"exec-opts": ["native.cgroupdriver=cgroupfs", "native.umask=normal"]})[0] == []
 
@@ -287,7 +289,7 @@ def test_unknown_cgroup_driver_is_refused():
     ("json-file", {"max-file": 3}, "'log-opts.max-file': must be a JSON string"),
 ])
 def test_log_options_the_driver_rejects(driver, opts, words):
-    errors, _ = _any({"log-driver": driver, "log-opts": opts})
+    errors, _warnings = _any({"log-driver": driver, "log-opts": opts})
     assert any(words in e for e in errors), errors
 
 
@@ -300,7 +302,7 @@ def test_log_options_that_work():
 
 def test_unknown_log_driver_is_refused():
     # dockerd 20.10 starts with log-driver "nosuch"; every container fails.
-    errors, _ = _any({"log-driver": "nosuch"})
+    errors, _warnings = _any({"log-driver": "nosuch"})
     assert errors and "'log-driver': 'nosuch' is not a built-in log driver" in errors[0]
 
 
@@ -342,7 +344,7 @@ def run_module(tmp_path: Path, check: bool = False, path_dirs=(), **args):
     args_file = tmp_path / "args.json"
     args_file.write_text(json.dumps(payload))
     env = dict(os.environ, PATH=os.pathsep.join([*map(str, path_dirs), "/usr/bin", "/bin"]),
-               PYTHONPATH=COLLECTIONS)
+               PYTHONPATH=os.pathsep.join(filter(None, [COLLECTIONS, os.environ.get("PYTHONPATH")])))
     done = subprocess.run([sys.executable, str(MODULE), str(args_file)], capture_output=True, text=True,
                           env=env, check=False)
     return json.loads(done.stdout)

@@ -434,7 +434,7 @@ def _synthetic(n_hosts, n_components=40, seed=7):
         row = dict(base)
         row["component_00"] = f"node{i:05d}"  # per-host unique, ignored
         facts[f"node{i:05d}"] = row
-    for _ in range(max(1, n_hosts // 100)):
+    for _drift in range(max(1, n_hosts // 100)):
         host = f"node{rng.randrange(n_hosts):05d}"
         comp = f"component_{rng.randrange(1, n_components):02d}"
         facts[host][comp] = "9.9.9-drift"

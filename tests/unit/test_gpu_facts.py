@@ -432,7 +432,7 @@ def test_collect_live_with_fake_tools(tmp_path):
     }
     runner = FakeRunner(outputs)
     raw = collect_live(runner, conda_envs_dirs=[str(tmp_path / "no-conda")],
-                          nccl_conf=str(tmp_path / "nccl.conf"), paths=fake_paths(tmp_path))
+                       nccl_conf=str(tmp_path / "nccl.conf"), paths=fake_paths(tmp_path))
     assert raw["nvidia-smi-q-x.xml"] == outputs["nvidia-smi"][1]
     assert raw["nvcc-version.txt"] is None  # not installed
     assert raw["cuda-default.txt"] == str(tmp_path / "usr-local" / "cuda-12.8") + "\n"
@@ -484,7 +484,7 @@ def test_collect_live_interface_list_and_no_ibstat_without_devices(tmp_path):
     outputs = {"ibstat": (1, "", "ibpanic: [1] main: can't list IB device names\n")}
     runner = FakeRunner(outputs)
     raw = collect_live(runner, interfaces=["lo", "ib9"], conda_envs_dirs=[],
-                          paths=fake_paths(tmp_path, infiniband=False))
+                       paths=fake_paths(tmp_path, infiniband=False))
     assert raw["ibstat.txt"] is None and raw["collect-errors.json"] is None
     assert list(json.loads(raw["net-interfaces.json"])) == ["lo"]
 

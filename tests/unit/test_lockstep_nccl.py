@@ -8,6 +8,7 @@ cutting those real outputs.
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,8 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.nccl import (
     parse_nccl_header,
     parse_nccl_log_version,
 )
-from conftest import FIXTURES
+
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
 
 NCCL = FIXTURES / "nccl"
 HEADER = "nccl_2.18.1_nvidia-nccl-cu12.h"

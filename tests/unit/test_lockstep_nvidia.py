@@ -20,10 +20,10 @@ real plain-text and -q outputs instead.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
 from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
 from ansible_collections.lockstep.gpu.plugins.module_utils.nvidia import (
     parse_cuda_version_json,
@@ -34,6 +34,8 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.nvidia import (
     parse_proc_driver_version,
     parse_ptxas_version,
 )
+
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
 
 NV = FIXTURES / "nvidia"
 

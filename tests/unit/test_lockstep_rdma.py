@@ -6,11 +6,14 @@ says where each comes from. Truncated inputs are cut from them at run time.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
 from ansible_collections.lockstep.gpu.plugins.module_utils.rdma import parse_ibstat, parse_ibv_devinfo
-from conftest import FIXTURES
+
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
 
 RDMA = FIXTURES / "rdma"
 NDR_ACTIVE = "ibstat_h100_ndr_ib_all_active.txt"

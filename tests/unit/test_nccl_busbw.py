@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
 from ansible_collections.lockstep.gpu.plugins.module_utils.nccl import parse_all_reduce_perf
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.nccl_health import check_bus_bandwidth
-from conftest import FIXTURES
 from ansible_collections.lockstep.gpu.plugins.filter.nccl import nccl_busbw
+
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
 
 NCCL = FIXTURES / "nccl"
 OCI_1NODE = "all_reduce_perf_a100_1node_8gpu_oci.txt"      # avg 81.112, 8x A100-SXM4-40GB

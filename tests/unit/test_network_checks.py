@@ -5,13 +5,17 @@ The RDMA checks run on real ibstat outputs (tests/fixtures/rdma/SOURCES.md).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.network import link_problems, rdma_problems
 from ansible_collections.lockstep.gpu.plugins.module_utils.rdma import parse_ibstat
-from conftest import FIXTURES
 from ansible_collections.lockstep.gpu.plugins.filter.network import ibstat, net_links, net_rdma
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
 
 RDMA = FIXTURES / "rdma"
 ALL_ACTIVE = "ibstat_h100_ndr_ib_all_active.txt"
@@ -114,7 +118,6 @@ def test_filters_parse_ibstat():
 
 def test_sysctl_plan_in_a_container_keeps_only_namespaced_keys():
     import yaml
-    from conftest import ROOT
     from ansible_collections.lockstep.gpu.plugins.filter.network import net_sysctl_plan
 
     defaults = yaml.safe_load((ROOT / "roles/network/defaults/main.yml").read_text())["network_sysctl"]
