@@ -310,8 +310,9 @@ def run_module():
             suites=dict(type="list", elements="str", default=["/"]),
             components=dict(type="list", elements="str", default=[]),
             architectures=dict(type="list", elements="str", default=[]),
-            key_url=dict(type="str"),
-            key_fingerprint=dict(type="str"),
+            # A URL and a public key's fingerprint: nothing secret.
+            key_url=dict(type="str", no_log=False),
+            key_fingerprint=dict(type="str", no_log=False),
             state=dict(type="str", default="present", choices=["present", "absent"]),
             trial=dict(type="bool", default=True),
             update_lists=dict(type="bool", default=True),

@@ -59,7 +59,7 @@ def keys(tmp_path_factory):
     for role in ("repo", "other"):
         _gpg(home, "--quick-gen-key", f"Lockstep {role} key <{role}@example.invalid>", "ed25519", "sign", "never")
         listing = _gpg(home, "--with-colons", "--list-keys", f"{role}@example.invalid").stdout.decode()
-        fingerprint = next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:"))
+        fingerprint = [line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:")][0]
         found[role] = fingerprint
         found[f"{role}_binary"] = _gpg(home, "--export", fingerprint).stdout
         found[f"{role}_armoured"] = _gpg(home, "--armor", "--export", fingerprint).stdout
@@ -288,14 +288,14 @@ def test_check_mode_tries_the_candidate_and_changes_nothing(tmp_path, keys, publ
     assert not (tmp_path / "sources.list.d").exists() and not (tmp_path / "keyrings").exists()
     assert trial_dirs() <= trials
 
-    missing = run_module(tmp_path, check=True, **dict(args, uris=[f"file://{public}/no-such-repo/"]))
+    missing = run_module(tmp_path, check=True, **{**args, "uris": [f"file://{public}/no-such-repo/"]})
     assert missing.get("failed"), missing
     assert f"file://{public}/no-such-repo/" in missing["msg"] and "failed the trial" in missing["msg"]
     assert "does not have a Release file" in missing["msg"]
     assert not (tmp_path / "sources.list.d").exists()
 
     signed_by_other = flat_repo(keys, public, "check-mode-other", signer="other")
-    other = run_module(tmp_path, check=True, **dict(args, uris=[signed_by_other]))
+    other = run_module(tmp_path, check=True, **{**args, "uris": [signed_by_other]})
     assert other.get("failed") and f"NO_PUBKEY {keys['other'][-16:]}" in other["msg"], other
     assert trial_dirs() <= trials
 
@@ -303,13 +303,13 @@ def test_check_mode_tries_the_candidate_and_changes_nothing(tmp_path, keys, publ
 @needs_apt
 def test_a_failed_list_update_puts_the_previous_files_back(tmp_path, keys, public):
     url = flat_repo(keys, public, "rollback")
-    config, _ = private_apt(tmp_path)
+    config, _lists = private_apt(tmp_path)
     args = dict(uris=[url], key_url=f"file://{public}/repo.asc", key_fingerprint=keys["repo"])
     assert not run_module(tmp_path, apt_config=config, update_lists=True, **args).get("failed")
     sources = tmp_path / "sources.list.d" / "lockstep-test.sources"
     before = sources.read_bytes()
     broken = run_module(tmp_path, apt_config=config, update_lists=True, trial=False,
-                        **dict(args, uris=[f"file://{public}/gone/"]))
+                        **{**args, "uris": [f"file://{public}/gone/"]})
     assert broken.get("failed") and broken["trial"] == "skipped", broken
     assert "were put back" in broken["msg"] and "gone" in broken["msg"]
     assert sources.read_bytes() == before

@@ -29,4 +29,3 @@ def test_an_unreadable_bundle_is_a_collect_error(tmp_path):
     result = bundle_components({"gone": tmp_path / "no-such-bundle"})
     assert set(result["gone"]) == {"collect"}
     assert result["gone"]["collect"]["error"].startswith(f"cannot read the bundle {tmp_path / 'no-such-bundle'}")
-

@@ -152,7 +152,7 @@ def test_export_from_the_debian_keyring_holds_only_the_declared_key(tmp_path, in
 
 def test_exports_are_slices_of_the_file_and_together_the_whole_file():
     data = DEBIAN.read_bytes()
-    parts = [openpgp.export_key(data, fingerprint) for fingerprint, _ in DEBIAN_KEYS]
+    parts = [openpgp.export_key(data, fingerprint) for fingerprint, _subkeys in DEBIAN_KEYS]
     assert b"".join(parts) == data
     assert all(part[0] & 0x80 and (part[0] >> 2) & 0x0F == openpgp.TAG_PUBLIC_KEY for part in parts)
 
@@ -190,7 +190,7 @@ def test_a_missing_fingerprint_names_every_key_in_the_file():
         openpgp.export_key(DEBIAN.read_bytes(), DOCKER_FPR, "debian-archive-keyring.gpg")
     message = str(caught.value)
     assert message.startswith(f"debian-archive-keyring.gpg: no key with fingerprint {DOCKER_FPR}; the file holds ")
-    assert all(fingerprint in message for fingerprint, _ in DEBIAN_KEYS)
+    assert all(fingerprint in message for fingerprint, _subkeys in DEBIAN_KEYS)
     assert "(Debian Stable Release Key (12/bookworm) <debian-release@lists.debian.org>)" in message
 
 
@@ -223,7 +223,7 @@ def test_every_length_encoding_gives_the_same_keys(style):
 @pytest.mark.parametrize("style", ["new", "new5", "old4"])
 def test_gpg_reads_the_reframed_keyring_the_same_way(tmp_path, style):
     reframed = reframe(openpgp.parse_packets(DEBIAN.read_bytes()), style)
-    assert [(fpr, subs) for fpr, _, subs in gpg_keys(tmp_path, reframed)] == DEBIAN_KEYS
+    assert [(fpr, subs) for fpr, _uids, subs in gpg_keys(tmp_path, reframed)] == DEBIAN_KEYS
 
 
 def test_new_format_two_octet_lengths_are_decoded():
