@@ -68,7 +68,8 @@ def ansible_playbook(playbook: str, *args: str, inventory: str | None = None):
     ``inventory`` defaults to the scenario's whole inventory directory (where
     molecule links group_vars and any scenario inventory). Returns the
     CompletedProcess; ``.output`` holds stdout and stderr with white space
-    collapsed, since the YAML callback folds long lines.
+    collapsed and quotes undoubled, since the YAML callback folds long lines
+    and doubles the single quotes of single-quoted strings.
     """
     if inventory is None:
         inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
@@ -76,5 +77,5 @@ def ansible_playbook(playbook: str, *args: str, inventory: str | None = None):
         ["ansible-playbook", "-i", inventory, playbook, *args],
         capture_output=True, text=True, cwd=PROJECT, check=False,
     )
-    result.output = " ".join((result.stdout + result.stderr).split())
+    result.output = " ".join((result.stdout + result.stderr).split()).replace("''", "'")
     return result

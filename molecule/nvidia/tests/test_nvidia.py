@@ -24,6 +24,7 @@ from conftest import ansible_playbook, node
 
 ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
+STANDIN = ROOT / ".cache" / "standin-apt-nvidia"
 NODES = ("nv1", "nv2", "nv3")
 DRIVER_DEB = "535.261.03-1"
 DRIVER_PACKAGES = ["cuda-drivers-535", "nvidia-kernel-dkms", "nvidia-smi", "libcuda1", "libnvidia-ml1",
@@ -88,7 +89,7 @@ def test_kernel_steps_are_skipped_in_containers(host):
     assert not host.file("/boot/initrd.img-" + host.check_output("uname -r")).exists
 
 
-def test_nvidia_repository_is_signed_by_its_keyring(host, hostvars):
+def test_nvidia_repository_is_signed_by_its_keyring(host):
     sources = host.file("/etc/apt/sources.list.d/lockstep-nvidia-cuda.sources").content_string
     assert "URIs: file:///srv/lockstep-standin/compute/cuda/repos/debian12/x86_64" in sources
     assert "Signed-By: /etc/apt/keyrings/lockstep-nvidia-cuda.gpg" in sources
@@ -98,7 +99,8 @@ def test_nvidia_repository_is_signed_by_its_keyring(host, hostvars):
     listing = host.check_output("gpg --show-keys --with-colons /etc/apt/keyrings/lockstep-nvidia-cuda.gpg")
     primaries = [line for line in listing.splitlines() if line.startswith("pub:")]
     fingerprints = [line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:")]
-    assert len(primaries) == 1 and fingerprints[0] == hostvars["nvidia_repo_key_fingerprint"]
+    declared = (STANDIN / "lockstep-standin.fpr").read_text().strip()  # what host_vars/nv1.yml reads
+    assert len(primaries) == 1 and fingerprints[0] == declared
 
 
 # --------------------------------------------------------------------------
