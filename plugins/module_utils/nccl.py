@@ -24,7 +24,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseE
 # --------------------------------------------------------------------------
 
 
-def _version_code(major, minor, patch):
+def version_code(major, minor, patch):
     """NCCL_VERSION(X,Y,Z) from nccl.h: the encoding changed after 2.8."""
     if major <= 2 and minor <= 8:
         return major * 1000 + minor * 100 + patch
@@ -92,7 +92,7 @@ def parse_nccl_header(text, source=None):
     if "NCCL_VERSION_CODE" in found:
         version_code = _header_int("NCCL_VERSION_CODE", found, source)
     else:
-        version_code = _version_code(major, minor, patch)
+        version_code = version_code(major, minor, patch)
 
     return {
         "version": "%d.%d.%d%s" % (major, minor, patch, suffix),

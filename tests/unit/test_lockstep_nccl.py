@@ -14,7 +14,7 @@ import pytest
 
 from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
 from ansible_collections.lockstep.gpu.plugins.module_utils.nccl import (
-    _version_code,
+    version_code,
     parse_all_reduce_perf,
     parse_nccl_header,
     parse_nccl_log_version,
@@ -61,9 +61,9 @@ def test_header_from_nvidia_wheel():
 
 def test_header_version_code_matches_nccl_version_rule():
     result = parse_nccl_header(read(HEADER))
-    assert _version_code(result["major"], result["minor"], result["patch"]) == 21801
+    assert version_code(result["major"], result["minor"], result["patch"]) == 21801
     # Before 2.9 the code had one digit less (NCCL_VERSION in nccl.h).
-    assert _version_code(2, 8, 3) == 2803
+    assert version_code(2, 8, 3) == 2803
 
 
 def test_header_cut_before_patch_is_rejected():
