@@ -8,7 +8,7 @@ ansible_collections/lockstep/gpu links back to the repository), and
 collection it runs in.
 
 Tests do not import from this file: ``ansible-test units`` does not put
-tests/unit on ``sys.path``, so each test module finds its fixtures from its
+tests/unit on Python's import path, so each test module finds its fixtures from its
 own path (``Path(__file__).resolve().parents[2] / "tests" / "fixtures"``),
 which works in the repository and in ansible-test's copy alike. Nothing in
 tests/unit may read files outside the collection (the repository's .venv,
