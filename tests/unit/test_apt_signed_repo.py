@@ -32,7 +32,9 @@ from ansible_collections.lockstep.gpu.plugins.module_utils import apt_repo
 from ansible_collections.lockstep.gpu.plugins.modules import apt_signed_repo
 
 MODULE = Path(apt_signed_repo.__file__)
-COLLECTIONS = str(Path(__file__).resolve().parents[2] / "collections")
+# The folder holding ansible_collections/: the repository's collections/ link, or
+# the copy ansible-test units runs in.
+COLLECTIONS = str(MODULE.parents[5])
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "openpgp"
 GPG, APT_GET = shutil.which("gpg"), shutil.which("apt-get")
 
@@ -44,8 +46,11 @@ needs_apt = pytest.mark.skipif(APT_GET is None or GPG is None,
 # A throw-away signing key and signed repositories
 # --------------------------------------------------------------------------
 def _gpg(home, *args, **kwargs):
-    return subprocess.run([GPG, "--homedir", str(home), "--batch", "--pinentry-mode", "loopback", "--passphrase", "",
-                           *args], capture_output=True, check=True, **kwargs)
+    done = subprocess.run([GPG, "--homedir", str(home), "--batch", "--pinentry-mode", "loopback", "--passphrase", "",
+                           *args], capture_output=True, check=False, **kwargs)
+    if done.returncode != 0:
+        raise AssertionError(f"gpg {' '.join(args)} exited with {done.returncode}: {done.stderr!r}")
+    return done
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +58,9 @@ def keys(tmp_path_factory):
     """Two ed25519 keys: 'repo' signs the repositories, 'other' is some other key."""
     if GPG is None:
         pytest.skip("gpg is not installed")
-    home = tmp_path_factory.mktemp("gnupg")
-    home.chmod(0o700)
+    # A short private directory of its own: gpg-agent's sockets live in it, and
+    # agents failed to start in pytest's deeper per-worker temporary paths.
+    home = Path(tempfile.mkdtemp(prefix="lockstep-gpg-"))
     found = {"home": home}
     for role in ("repo", "other"):
         _gpg(home, "--quick-gen-key", f"Lockstep {role} key <{role}@example.invalid>", "ed25519", "sign", "never")
@@ -65,6 +71,7 @@ def keys(tmp_path_factory):
         found[f"{role}_armoured"] = _gpg(home, "--armor", "--export", fingerprint).stdout
     yield found
     subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], capture_output=True, check=False)
+    shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +135,7 @@ def dists_repo(keys, public: Path, name: str, signer: str = "repo") -> str:
 # --------------------------------------------------------------------------
 # Running the module
 # --------------------------------------------------------------------------
-def run_module(tmp_path: Path, check: bool = False, apt_config: Path = None, **args) -> dict:
+def run_module(tmp_path: Path, check: bool = False, apt_config: Path = None, tmpdir: Path = None, **args) -> dict:
     args.setdefault("name", "test")
     args.setdefault("sources_dir", str(tmp_path / "sources.list.d"))
     args.setdefault("keyring_dir", str(tmp_path / "keyrings"))
@@ -137,8 +144,11 @@ def run_module(tmp_path: Path, check: bool = False, apt_config: Path = None, **a
                                            _ansible_tmpdir=str(tmp_path))}
     args_file = tmp_path / "args.json"
     args_file.write_text(json.dumps(payload))
-    env = dict(os.environ, PYTHONPATH=COLLECTIONS, PATH="/usr/sbin:/usr/bin:/sbin:/bin")
+    env = dict(os.environ, PATH="/usr/sbin:/usr/bin:/sbin:/bin",
+               PYTHONPATH=os.pathsep.join(filter(None, [COLLECTIONS, os.environ.get("PYTHONPATH")])))
     env.pop("APT_CONFIG", None)
+    if tmpdir:
+        env["TMPDIR"] = str(tmpdir)  # where the module makes its trial directory
     if apt_config:
         env["APT_CONFIG"] = str(apt_config)
     done = subprocess.run([sys.executable, str(MODULE), str(args_file)], capture_output=True, text=True, env=env,
@@ -167,8 +177,8 @@ def gpg_show(tmp_path: Path, path: str) -> list:
     return [line.split(":")[9] for line in out.splitlines() if line.startswith("fpr:")]
 
 
-def trial_dirs() -> set:
-    return set(glob.glob("/tmp/lockstep-apt-trial-*"))
+def trial_dirs(base) -> set:
+    return set(glob.glob(f"{base}/lockstep-apt-trial-*"))
 
 
 # --------------------------------------------------------------------------
@@ -281,12 +291,16 @@ def test_a_repository_signed_by_another_key_fails_the_trial_and_keeps_the_instal
 @needs_apt
 def test_check_mode_tries_the_candidate_and_changes_nothing(tmp_path, keys, public):
     url = flat_repo(keys, public, "check-mode")
-    args = dict(uris=[url], key_url=f"file://{public}/repo.asc", key_fingerprint=keys["repo"])
-    trials = trial_dirs()
+    # The trial directories of this test's runs, apart from those of tests
+    # that run at the same time: a world-traversable TMPDIR of its own.
+    scratch = public / "tmp-check-mode"
+    scratch.mkdir(mode=0o755)
+    scratch.chmod(0o755)
+    args = dict(uris=[url], key_url=f"file://{public}/repo.asc", key_fingerprint=keys["repo"], tmpdir=scratch)
     result = run_module(tmp_path, check=True, **args)
     assert result["changed"] and result["trial"] == "passed" and not result.get("failed"), result
     assert not (tmp_path / "sources.list.d").exists() and not (tmp_path / "keyrings").exists()
-    assert trial_dirs() <= trials
+    assert trial_dirs(scratch) == set()
 
     missing = run_module(tmp_path, check=True, **{**args, "uris": [f"file://{public}/no-such-repo/"]})
     assert missing.get("failed"), missing
@@ -297,7 +311,7 @@ def test_check_mode_tries_the_candidate_and_changes_nothing(tmp_path, keys, publ
     signed_by_other = flat_repo(keys, public, "check-mode-other", signer="other")
     other = run_module(tmp_path, check=True, **{**args, "uris": [signed_by_other]})
     assert other.get("failed") and f"NO_PUBKEY {keys['other'][-16:]}" in other["msg"], other
-    assert trial_dirs() <= trials
+    assert trial_dirs(scratch) == set()
 
 
 @needs_apt

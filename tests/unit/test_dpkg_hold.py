@@ -8,6 +8,7 @@ left alone, one that differs is named, one that is not installed fails.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,9 @@ from pathlib import Path
 import pytest
 from ansible_collections.lockstep.gpu.plugins.modules import dpkg_hold
 
-COLLECTIONS = str(Path(__file__).resolve().parents[2] / "collections")
+# The folder holding ansible_collections/: the repository's collections/ link, or
+# the copy ansible-test units runs in.
+COLLECTIONS = str(Path(dpkg_hold.__file__).parents[5])
 pytestmark = pytest.mark.skipif(shutil.which("dpkg-query") is None, reason="needs dpkg (Debian or Ubuntu)")
 
 
@@ -25,7 +28,8 @@ def run(tmp_path, **args):
     args_file = tmp_path / "args.json"
     args_file.write_text(json.dumps(payload))
     done = subprocess.run([sys.executable, dpkg_hold.__file__, str(args_file)], capture_output=True, text=True,
-                          env={"PYTHONPATH": COLLECTIONS, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, check=False)
+                          env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONPATH": os.pathsep.join(
+                              filter(None, [COLLECTIONS, os.environ.get("PYTHONPATH")]))}, check=False)
     return json.loads(done.stdout)
 
 
