@@ -57,6 +57,17 @@ KbdInteractiveAuthentication no
 PermitRootLogin prohibit-password
 UseDNS no
 SSHD
+# Entry point of nodes that cannot run systemd (molecule/nccl: unprivileged,
+# in user namespaces): put the key mounted at /srv/lockstep-ssh into place
+# (a key mounted from the host would belong to nobody there) and run sshd.
+cat >"$rootfs/usr/local/sbin/lockstep-sshd" <<'ENTRY'
+#!/bin/sh
+set -e
+install -D -m 0600 /srv/lockstep-ssh/authorized_keys /root/.ssh/authorized_keys
+mkdir -p /run/sshd
+exec /usr/sbin/sshd -D -e
+ENTRY
+chmod 0755 "$rootfs/usr/local/sbin/lockstep-sshd"
 chroot "$rootfs" apt-get clean
 rm -rf "$rootfs"/var/lib/apt/lists/*
 
