@@ -168,6 +168,11 @@ class Sources:
         except ParseError as exc:
             self.errors[name] = str(exc)
             return None
+        # A parser's own bug on input it did not foresee makes this one source
+        # unreadable, named, instead of failing the whole collection.
+        except Exception as exc:  # pylint: disable=broad-exception-caught
+            self.errors[name] = f"{name}: could not be parsed ({type(exc).__name__}: {exc})"
+            return None
 
     def failed(self, sources):
         """``{"error": ...}`` of the first unreadable source among ``sources``."""

@@ -624,3 +624,16 @@ def test_save_bundle_fixes_modes_and_refuses_a_file_as_directory(tmp_path):
     (tmp_path / "f").write_text("")
     with pytest.raises(OSError, match="not a directory"):
         save_bundle(raw, str(tmp_path / "f"))
+
+
+def test_an_unexpected_parser_error_makes_only_that_source_unreadable(monkeypatch):
+    from ansible_collections.lockstep.gpu.plugins.module_utils import analyse as analyse_module
+
+    def broken(text, source=None):
+        raise KeyError("a field the parser did not foresee")
+
+    monkeypatch.setattr(analyse_module, "parse_nccl_header", broken)
+    facts = analyse_module.analyse(collect_from_dir(str(BUNDLES / "a100-mig")))
+    assert facts["errors"] == {"nccl.h": "nccl.h: could not be parsed (KeyError: 'a field the parser did not foresee')"}
+    assert facts["nccl"] == {"error": facts["errors"]["nccl.h"]}
+    assert facts["driver"]["version"] == "535.54.03" and facts["cuda"]["ptxas"] == "12.1.105"
