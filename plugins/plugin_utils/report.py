@@ -246,6 +246,9 @@ def changes_summary(changes):
         return "First recorded run: nothing to compare with."
     if changes.get("error"):
         return f"Not compared with the previous run: {changes['error']}."
+    when = f" ({format_time(changes['previous'])})" if changes.get("previous") else ""
+    if not any(changes.get(key) for key in ("new", "resolved", "changed", "hosts_added", "hosts_removed")):
+        return f"Since the previous run{when}: no change."
     parts = [f"{plural(len(changes.get('new') or ()), 'new drift')}",
              f"{len(changes.get('resolved') or ())} resolved"]
     if changes.get("changed"):
@@ -253,5 +256,4 @@ def changes_summary(changes):
     for key, word in (("hosts_added", "added"), ("hosts_removed", "gone")):
         if changes.get(key):
             parts.append(f"{plural(len(changes[key]), 'host')} {word}")
-    when = f" ({format_time(changes['previous'])})" if changes.get("previous") else ""
     return f"Since the previous run{when}: {', '.join(parts)}."

@@ -179,6 +179,10 @@ def test_table_prints_the_changes_since_the_previous_run():
     assert "Since the previous run (2025-06-01 11:00:00 UTC): 1 new drift, 0 resolved." in lines
     assert "  new: dr3: nccl.package expected 2.18.3-1+cuda12.1, actual 2.18.1-1+cuda12.1 (differs)" in lines
     assert not any("Since" in line for line in drift_table(report, changes=False).splitlines())
+    # Nothing changed: one line says so.
+    same = drift(facts)
+    same["changes"] = drift_changes(same, report)
+    assert drift_table(same, drift_only=True).splitlines()[-2] == "Since the previous run: no change."
 
 
 # --------------------------------------------------------------------------- #
