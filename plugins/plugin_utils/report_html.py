@@ -157,7 +157,7 @@ def _grid(report, rows, groups):
         n_drifted = sum(1 for _c, _e, row in layer_rows if any(drifted(cell) for cell in row))
         agree = "" if n_drifted else ' class="agree"'
         out.append(f'<tbody data-layer="{key}"{agree}>')
-        out.append(f'<tr class="layer"><th colspan="{2 + len(groups)}" scope="colgroup">{_esc(LAYER_LABELS[key])}'
+        out.append(f'<tr class="layer"><th colspan="{2 + len(groups)}" scope="rowgroup">{_esc(LAYER_LABELS[key])}'
                    f'<span class="n">{plural(len(layer_rows), "component")}, {n_drifted} drifted</span></th></tr>')
         for c, exp, row in layer_rows:
             info = by_component.get(c, {})

@@ -155,11 +155,7 @@ def test_no_line_is_longer_than_the_width_and_no_cell_is_split(width):
 
 
 def test_host_columns_that_do_not_fit_are_counted():
-    facts = _stack(12)
-    for i in range(1, 13):
-        facts[f"dr{i}"]["os.kernel"] = f"6.1.0-{i}-amd64-with-a-long-local-version"  # no two hosts alike
-    report = drift(facts, ignore=["os.kernel*"])
-    facts = {h: dict(v, **{"pkg.h": h * 6}) for h, v in facts.items()}  # every column different
+    facts = {h: dict(v, **{"pkg.h": h * 6}) for h, v in _stack(12).items()}  # every column different
     report = drift(facts)
     text = drift_table(report, width=80)
     assert max(len(line) for line in text.splitlines()) <= 80
