@@ -62,11 +62,12 @@ def node(name: str):
 PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
 
 
-def ansible_playbook(playbook: str, *args: str, inventory: str | None = None):
+def ansible_playbook(playbook: str, *args: str, inventory: str | None = None, env: dict | None = None):
     """Run a playbook of the project from the controller, as an admin would.
 
     ``inventory`` defaults to the scenario's whole inventory directory (where
-    molecule links group_vars and any scenario inventory). Returns the
+    molecule links group_vars and any scenario inventory); ``env`` adds to
+    the environment (e.g. ANSIBLE_CALLBACK_RESULT_FORMAT). Returns the
     CompletedProcess; ``.output`` holds stdout and stderr with white space
     collapsed and quotes undoubled, since the YAML callback folds long lines
     and doubles the single quotes of single-quoted strings.
@@ -75,7 +76,7 @@ def ansible_playbook(playbook: str, *args: str, inventory: str | None = None):
         inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
     result = subprocess.run(
         ["ansible-playbook", "-i", inventory, playbook, *args],
-        capture_output=True, text=True, cwd=PROJECT, check=False,
+        capture_output=True, text=True, cwd=PROJECT, check=False, env=dict(os.environ, **(env or {})),
     )
     result.output = " ".join((result.stdout + result.stderr).split()).replace("''", "'")
     return result

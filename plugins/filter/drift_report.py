@@ -2,13 +2,15 @@
 # Copyright: Lockstep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Drift filters: lockstep.gpu.drift compares the nodes; drift_line,
-drift_table, drift_markdown and drift_html render its report. The logic is in
-plugin_utils/ (drift.py and report_*.py); each filter's documentation is the
-YAML file of its name beside this one."""
+drift_table, drift_markdown and drift_html render its report; drift_changes
+compares it with the previous run's. The logic is in plugin_utils/ (drift.py,
+history.py and report_*.py); each filter's documentation is the YAML file of
+its name beside this one."""
 
 from __future__ import annotations
 
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.drift import drift
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.history import drift_changes
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.report import drift_line
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_html import drift_html
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_markdown import drift_markdown
@@ -25,4 +27,5 @@ class FilterModule:
             "drift_table": drift_table,
             "drift_markdown": drift_markdown,
             "drift_html": drift_html,
+            "drift_changes": drift_changes,
         }

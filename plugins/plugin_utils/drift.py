@@ -7,9 +7,13 @@ The filter lockstep.gpu.drift calls :func:`drift`; the renderers are
 report_table, report_markdown and report_html beside this file::
 
     drift(facts, expected=None, ignore=None)     -> report (dict)
-    drift_table(report, drift_only=False, max_cell=40) -> str
+    drift_table(report, drift_only=False, max_cell=40, max_hosts=None, width=0, changes=True) -> str
     drift_markdown(report)                        -> str
-    drift_html(report, title="Lockstep drift report", drift_only=False) -> str
+    drift_html(report, title="Lockstep drift report", drift_only=False, fold_above=12) -> str
+
+and history.py compares a report with the previous run's::
+
+    drift_changes(report, previous=None)          -> changes (dict)
 
 Input
 -----
@@ -51,7 +55,8 @@ is flagged ``tie: true``). Unreadable hosts never vote.
 Report
 ------
 ``{"hosts", "components", "ignored", "expected", "drifts", "by_component",
-"ok"}`` (``ignored``: the components seen and skipped by ``ignore``);
+"ok", "lockstep_version"}`` (``ignored``: the components seen and skipped by
+``ignore``; ``lockstep_version``: the collection's version);
 each drift is ``{"host", "component", "expected", "actual", "reason"}`` with
 reason ``differs`` | ``missing`` | ``unreadable`` | ``unexpected``. For
 ``unreadable`` the actual is the ``{"error": ...}`` dict; for ``missing`` it
@@ -74,6 +79,10 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 from ansible_collections.lockstep.gpu.plugins.plugin_utils import versions as _versions
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.components import is_error
+
+# The collection's version (galaxy.yml's; a unit test keeps them equal): every
+# report says which Lockstep made it.
+LOCKSTEP_VERSION = "0.1.0"
 
 REASONS = ("differs", "missing", "unreadable", "unexpected")
 CONSTRAINT_KEYS = ("equals", "version_prefix", "min", "max", "scheme", "one_of", "absent")
@@ -393,4 +402,5 @@ def drift(facts, expected=None, ignore=None):
         "drifts": drifts,
         "by_component": by_component,
         "ok": not drifts,
+        "lockstep_version": LOCKSTEP_VERSION,
     }

@@ -5,7 +5,14 @@
 
 from __future__ import annotations
 
-from ansible_collections.lockstep.gpu.plugins.plugin_utils.report import check_report, format_actual, format_expected, summary
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.report import (
+    changes_summary,
+    check_report,
+    drift_line,
+    format_actual,
+    format_expected,
+    summary,
+)
 
 
 def _md(text):
@@ -18,6 +25,18 @@ def drift_markdown(report):
     check_report(report, "drift_markdown")
     by_component = report["by_component"]
     out = ["# Lockstep drift report", "", summary(report), ""]
+    run = report.get("run") or {}
+    stamp = [f"Run {run['time']}" if run.get("time") else "",
+             f"Lockstep {report['lockstep_version']}" if report.get("lockstep_version") else ""]
+    if any(stamp):
+        out += [", ".join(p for p in stamp if p) + ".", ""]
+    changes = report.get("changes")
+    if changes:
+        out += [_md(changes_summary(changes)), ""]
+        for key, word in (("new", "new"), ("resolved", "resolved"), ("changed", "another value")):
+            out += [f"- {word}: {_md(drift_line(d))}" for d in changes.get(key) or ()]
+        if any(changes.get(k) for k in ("new", "resolved", "changed")):
+            out.append("")
     out += [
         "| component | expected | source | deviating hosts |",
         "| --- | --- | --- | --- |",

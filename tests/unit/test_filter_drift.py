@@ -13,10 +13,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.lockstep.gpu.plugins.filter import drift_report as ld
-from ansible_collections.lockstep.gpu.plugins.plugin_utils.drift import drift
-from ansible_collections.lockstep.gpu.plugins.plugin_utils.report import drift_line
-from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_html import drift_html
-from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_markdown import drift_markdown
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.drift import LOCKSTEP_VERSION, drift
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_table import drift_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +47,7 @@ def _cluster(n=5, **overrides):
 def test_uniform_cluster_is_ok():
     report = drift(_cluster(), ignore=["hostname"])
     assert report["ok"] is True
+    assert report["lockstep_version"] == LOCKSTEP_VERSION
     assert report["drifts"] == []
     assert report["hosts"] == ["gpu01", "gpu02", "gpu03", "gpu04", "gpu05"]
     assert report["components"] == ["cuda", "driver", "nccl"]
@@ -317,100 +315,6 @@ def test_bad_inputs_name_the_value():
 
 
 # --------------------------------------------------------------------------- #
-# Renderers
-# --------------------------------------------------------------------------- #
-
-
-def _report_with_drift():
-    facts = _cluster(3, gpu02={"driver": "525.85.12"})
-    del facts["gpu03"]["nccl"]
-    facts["gpu01"]["cuda"] = {"error": "nvcc not found"}
-    return drift(facts, ignore=["hostname"])
-
-
-def test_table_marks_drifted_cells():
-    text = drift_table(_report_with_drift())
-    lines = text.splitlines()
-    assert lines[0].split() == ["component", "expected", "gpu01", "gpu02", "gpu03"]
-    driver = next(line for line in lines if line.startswith("driver"))
-    assert driver.split() == ["driver", "535.261.03", "535.261.03", "*525.85.12*", "535.261.03"]
-    nccl = next(line for line in lines if line.startswith("nccl"))
-    assert nccl.split()[-1] == "*(missing)*"
-    cuda = next(line for line in lines if line.startswith("cuda"))
-    assert "*unreadable: nvcc not found*" in cuda
-    assert "3 drift(s) on 3 of 3 host(s)" in text
-    # Fixed width: each cell starts under its host's header.
-    assert driver.index("*525.85.12*") == lines[0].index("gpu02")
-    assert nccl.index("*(missing)*") == lines[0].index("gpu03")
-
-
-def test_table_drift_only_and_clean_report():
-    report = drift(_cluster(3, gpu02={"driver": "1"}), ignore=["hostname"])
-    text = drift_table(report, drift_only=True)
-    header = text.splitlines()[0].split()
-    assert header == ["component", "expected", "gpu02"]
-    body = text.splitlines()[2:]
-    assert body[0].split() == ["driver", "535.261.03", "*1*"]
-    assert body[1] == ""  # only the drifted component is listed, then the summary
-    clean = drift_table(drift(_cluster(2), ignore=["hostname"]))
-    assert "No drift: 2 host(s) agree on 3 component(s)." in clean
-    assert "*" not in clean
-
-
-def test_markdown_contains_drift_rows():
-    md = drift_markdown(_report_with_drift())
-    assert "| host | component | expected | actual | reason |" in md
-    assert "| gpu02 | driver | 535.261.03 | 525.85.12 | differs |" in md
-    assert "| gpu03 | nccl | 2.18.3-1+cuda12.2 | (missing) | missing |" in md
-    assert "| gpu01 | cuda | 12.2 | unreadable: nvcc not found | unreadable |" in md
-    assert "| driver | 535.261.03 | majority | gpu02 |" in md
-
-
-def test_drift_line_names_host_component_expected_actual():
-    lines = [drift_line(d) for d in _report_with_drift()["drifts"]]
-    assert "gpu02: driver expected 535.261.03, actual 525.85.12 (differs)" in lines
-    assert "gpu03: nccl expected 2.18.3-1+cuda12.2, actual (missing) (missing)" in lines
-    with pytest.raises(AnsibleFilterError, match="one entry of a report's drifts"):
-        drift_line({"host": "x"})
-
-
-def test_markdown_escapes_pipes_and_shows_constraints():
-    facts = {"a": {"x": "a|b"}, "b": {"x": "1.2"}}
-    md = drift_markdown(drift(facts, expected={"x": {"min": "1.0"}}))
-    assert "| a | x | >= 1.0 | a\\|b | differs |" in md
-    assert "a\\|b" in md
-    assert ">= 1.0" in md
-
-
-def test_html_escapes_values_and_marks_drift():
-    facts = {
-        "n1": {"motd": "<script>alert(1)</script>", "driver": "1"},
-        "n2": {"motd": "ok", "driver": "1"},
-        "n3": {"motd": "ok", "driver": "1"},
-        "<b>n4</b>": {"motd": "ok", "driver": "2"},
-    }
-    page = drift_html(drift(facts), title="Drift & <friends>")
-    assert "<script>" not in page
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "&lt;b&gt;n4&lt;/b&gt;" in page
-    assert "<title>Drift &amp; &lt;friends&gt;</title>" in page
-    assert page.startswith("<!DOCTYPE html>")
-    assert "<style>" in page and "td.drift" in page
-    # Self-contained: no external assets.
-    for needle in ("<link", "src=", "http://", "https://", "@import"):
-        assert needle not in page
-    # Both drifted cells highlighted in the matrix, plus the drift list.
-    assert page.count('<td class="drift">') == 4
-    assert "<h2>Drifts (2)</h2>" in page
-
-
-def test_html_clean_report():
-    page = drift_html(drift(_cluster(2), ignore=["hostname"]))
-    assert 'class="drift"' not in page
-    assert "No drift" in page
-
-
-# --------------------------------------------------------------------------- #
 # Filter plumbing and scale
 # --------------------------------------------------------------------------- #
 
@@ -423,6 +327,7 @@ def test_filter_module_exposes_filters():
         "drift_markdown",
         "drift_html",
         "drift_line",
+        "drift_changes",
     }
 
 
@@ -453,41 +358,8 @@ def test_ten_thousand_hosts_under_a_second():
     assert all(d["actual"] == "9.9.9-drift" for d in report["drifts"])
 
 
-# --------------------------------------------------------------------------- #
-# Large clusters: identical hosts fold into one column
-# --------------------------------------------------------------------------- #
-
-
-def _large(n=500, drifted=("n0007",)):
-    facts = {f"n{i:04d}": {"driver": "535.261.03", "cuda": "12.1"} for i in range(n)}
-    for host in drifted:
-        facts[host]["cuda"] = "12.2"
-    return drift(facts)
-
-
-def test_table_of_a_large_cluster_shows_the_drifted_host_and_one_folded_column():
-    table = drift_table(_large(), max_hosts=12)
-    header = table.splitlines()[0].split()
-    assert header == ["component", "expected", "n0007", "n0000", "+498"]
-    assert "*12.2*" in table
-    assert "1 drift(s) on 1 of 500 host(s)" in table
-
-
-def test_table_of_a_large_cluster_prints_at_most_max_hosts_columns():
-    report = _large(n=40, drifted=[f"n{i:04d}" for i in range(0, 40, 2)])
-    facts = {h: {"v": h} for h in report["hosts"]}  # every host different: nothing folds
-    table = drift_table(drift(facts, ignore=[]), max_hosts=5)
-    assert len(table.splitlines()[0].split()) == 2 + 5
-    assert "35 more host(s) with other identical stacks are not shown." in table
-
-
-def test_small_clusters_are_not_folded():
-    table = drift_table(_large(n=4, drifted=()), max_hosts=12)
-    assert table.splitlines()[0].split() == ["component", "expected", "n0000", "n0001", "n0002", "n0003"]
-
-
-def test_html_of_a_large_cluster_folds_identical_hosts_and_names_them_in_the_title():
-    page = drift_html(_large())
-    assert page.count("<th title=") == 2
-    assert ">n0000 +498</th>" in page
-    assert 'title="n0000, n0001, n0002' in page
+def test_the_reports_version_is_the_collections():
+    """Every report names the Lockstep that made it: galaxy.yml's version."""
+    galaxy = (ROOT / "galaxy.yml").read_text(encoding="utf-8")
+    version = next(line.split(":", 1)[1].strip() for line in galaxy.splitlines() if line.startswith("version:"))
+    assert LOCKSTEP_VERSION == version

@@ -2,7 +2,10 @@
 
 These tests run playbooks from the controller, as a cluster admin would,
 and read the reports verify.yml writes. The nodes carry stand-in NCCL
-packages (see ../prepare.yml) at 2.18.3; one test moves dr3 to 2.18.1.
+packages (see ../prepare.yml) at 2.18.3; some tests move dr3 to 2.18.1.
+The HTML report is opened in headless Chromium (tests/tooling/
+lockstep_browser.py), which saves reports/drift.png; the terminal output is
+read back at 120 columns under both result formats (lockstep_terminal.py).
 """
 
 from __future__ import annotations
@@ -10,12 +13,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import ansible_playbook, node
 
 ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+sys.path.insert(0, str(ROOT / "tests" / "tooling"))
+import lockstep_browser as browser  # noqa: E402
+import lockstep_terminal as terminal  # noqa: E402
+
 EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
 REPORTS = EPHEMERAL / "reports"
 NODES = ("dr1", "dr2", "dr3")
@@ -23,8 +31,13 @@ GOOD, OLD = "2.18.3-1+cuda12.1", "2.18.1-1+cuda12.1"
 REAL_XML = ROOT / "tests/fixtures/nvidia/nvidia-smi-q-x_tesla-p100_510.47.03.xml"
 
 
-def playbook(name: str, *extra: str, inventory: str | None = None):
-    return ansible_playbook(f"playbooks/{name}", *extra, inventory=inventory)
+# Where a copy of the browser's screenshot and the report stays after the
+# scenario is destroyed (README's docs/drift-report.png comes from there).
+KEEP = ROOT / ".cache" / "molecule-reports" / "drift"
+
+
+def playbook(name: str, *extra: str, inventory: str | None = None, env: dict | None = None):
+    return ansible_playbook(f"playbooks/{name}", *extra, inventory=inventory, env=env)
 
 
 def report() -> dict:
@@ -80,7 +93,7 @@ def test_one_node_with_another_nccl_fails_naming_it(dr3_on_old_nccl):
     assert not rep["ok"]
     assert drifts(rep) == [("dr3", "nccl.package", GOOD, OLD, "differs")]
     html = (REPORTS / "drift.html").read_text()
-    assert "dr3" in html and OLD in html and 'class="drift"' in html
+    assert 'data-state="drift" data-host="dr3" data-count="1" data-component="nccl.package"' in html and OLD in html
     assert f"| dr3 | nccl.package | {GOOD} | {OLD} | differs |" in (REPORTS / "drift.md").read_text()
 
 
@@ -125,3 +138,74 @@ def test_broken_nvidia_smi_xml_in_a_bundle_is_reported_not_a_crash(tmp_path):
     # The two readable nodes agree on the real P100's driver.
     assert rep["by_component"]["driver.version"]["expected"] == "510.47.03"
     shutil.rmtree(bundles)
+
+
+def test_a_drift_introduced_between_two_runs_is_reported_as_exactly_that_new_drift():
+    before = playbook("verify.yml")
+    assert before.returncode == 0, before.stdout[-3000:]
+    install_nccl("dr3", OLD)
+    try:
+        after = playbook("verify.yml")
+    finally:
+        install_nccl("dr3", GOOD)
+    rep = report()
+    changes = rep["changes"]
+    assert [(d["host"], d["component"], d["expected"], d["actual"], d["reason"]) for d in changes["new"]] == [
+        ("dr3", "nccl.package", GOOD, OLD, "differs")]
+    assert changes["resolved"] == [] and changes["changed"] == [] and changes["hosts_added"] == []
+    assert f"new: dr3: nccl.package expected {GOOD}, actual {OLD} (differs)" in after.output
+    assert "1 new drift, 0 resolved." in after.output
+    # Each run is in the history; the newest is this report, the one before it the clean run.
+    history = sorted((REPORTS / "history").glob("*.json"))
+    assert json.loads(history[-1].read_text()) == rep
+    previous = json.loads(history[-2].read_text())
+    assert previous["drifts"] == [] and changes["previous"] == previous["run"]["time"]
+    # Put back, the same drift is resolved.
+    again = playbook("verify.yml")
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert [(d["host"], d["component"]) for d in report()["changes"]["resolved"]] == [("dr3", "nccl.package")]
+
+
+@pytest.mark.skipif(browser.chromium() is None, reason="no Chromium (scripts/bootstrap installs Debian's)")
+def test_the_html_report_in_a_browser_marks_the_drifted_cell(dr3_on_old_nccl):
+    assert playbook("verify.yml").returncode != 0
+    page = REPORTS / "drift.html"
+    found = browser.probe(page)
+    assert found["resources"] == [] and found["filters_shown"]
+    assert [c["hosts"] for c in found["columns"]] == [["dr1"], ["dr2"], ["dr3"]]
+    # Through the DOM: the drifted cell is marked and names host, component, expected and actual.
+    odd = [(c["host"], c["component"], c["state"], c["reason"]) for c in found["cells"] if c["state"] != "ok"]
+    assert odd == [("dr3", "nccl.package", "drift", "differs")]
+    cell = next(c for c in found["cells"] if c["state"] == "drift")
+    assert OLD in cell["text"] and f"expected {GOOD}" in cell["text"] and "\u2717" in cell["text"]
+    assert cell["title"] == f"dr3 \u00b7 nccl.package: expected {GOOD}, actual {OLD} (differs)"
+    agreeing = next(c for c in found["cells"] if c["host"] == "dr1" and c["component"] == "nccl.package")
+    assert agreeing["state"] == "ok" and cell["background"] != agreeing["background"]
+    assert found["only_drifts"] == {"rows": ["nccl.package"], "columns": ["dr3"]}
+    # The screenshot shows it: the drifted cell lies in the window, painted in its colour.
+    png = REPORTS / "drift.png"
+    seconds = browser.screenshot(page, png)
+    left, top, width, height = cell["rect"]
+    assert cell["visible"] and top + height < browser.WINDOW[1] and left + width < browser.WINDOW[0]
+    size_w, size_h, rows = browser.png_pixels(png, upto=int(top + height) + 1)
+    assert (size_w, size_h) == browser.WINDOW
+    assert browser.colour_in(rows, cell["rect"]) == browser.css_rgb(cell["background"])
+    assert browser.colour_in(rows, agreeing["rect"]) == browser.css_rgb(agreeing["background"])
+    print(f"\nheadless Chromium: DOM probe {found['wall_s']:.2f} s (report laid out in {found['loaded_ms']:.0f} ms), "
+          f"screenshot {seconds:.2f} s")
+    KEEP.mkdir(parents=True, exist_ok=True)
+    shutil.copy(png, KEEP / "drift.png")
+    shutil.copy(page, KEEP / "drift.html")
+
+
+@pytest.mark.parametrize("result_format", ["yaml", "json"])
+def test_the_terminal_table_fits_120_columns_under_both_result_formats(dr3_on_old_nccl, result_format):
+    result = playbook("verify.yml", "-v", env={"ANSIBLE_STDOUT_CALLBACK": "default", "ANSIBLE_FORCE_COLOR": "1",
+                                               "ANSIBLE_CALLBACK_RESULT_FORMAT": result_format})
+    assert result.returncode == 2, result.stdout[-3000:]
+    rep = report()
+    everything = ["nccl.package"] + [c for c in rep["components"] if c != "nccl.package"]
+    # The drifts (by default), then the whole table (-v): one whole row per component.
+    found = terminal.check_tables(result.stdout, result_format, [["nccl.package"], everything])
+    release = next(row for row in found[1][1] if row.startswith("os.release "))
+    assert release.split() == ["os.release"] + ["Debian", "12"] * 4  # expected and 3 hosts, on one row

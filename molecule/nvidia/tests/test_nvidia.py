@@ -168,7 +168,7 @@ def _snapshot() -> dict:
 
 
 def test_verify_passes_and_reports_driver_and_cuda():
-    result = ansible_playbook("playbooks/verify.yml")
+    result = ansible_playbook("playbooks/verify.yml", "-v")  # -v: the whole table, not only the drifts
     assert result.returncode == 0, result.output[-4000:]
     report = json.loads((EPHEMERAL / "reports" / "drift.json").read_text())
     by_component = report["by_component"]
