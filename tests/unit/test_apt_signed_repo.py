@@ -222,7 +222,8 @@ def test_update_lists_fetches_this_repository_into_apts_lists(tmp_path, keys, pu
         "Types: deb", f"URIs: {url}", "Suites: stable", "Components: main", "Architectures: amd64",
         f"Signed-By: {tmp_path / 'keyrings' / 'lockstep-test.gpg'}"]
     fetched = sorted(p.name for p in lists.iterdir() if p.is_file() and p.name != "lock")
-    stem = str(public / "dists").replace("/", "_")
+    # apt's URItoFileName: '_' (mkdtemp puts some in the path) is quoted as %5f, then '/' becomes '_'.
+    stem = str(public / "dists").replace("_", "%5f").replace("/", "_")
     assert f"{stem}_dists_stable_InRelease" in fetched
     assert any(name.startswith(f"{stem}_dists_stable_main_binary-amd64_Packages") for name in fetched), fetched
     assert all(name.startswith(stem) for name in fetched), fetched
