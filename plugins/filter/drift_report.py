@@ -3,14 +3,16 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Drift filters: lockstep.gpu.drift compares the nodes; drift_line,
 drift_table, drift_markdown and drift_html render its report; drift_changes
-compares it with the previous run's. The logic is in plugin_utils/ (drift.py,
-history.py and report_*.py); each filter's documentation is the YAML file of
+compares it with the previous run's; name_check prepares the name
+resolution of every node for it. The logic is in plugin_utils/ (drift.py,
+history.py, names.py and report_*.py); each filter's documentation is the YAML file of
 its name beside this one."""
 
 from __future__ import annotations
 
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.drift import drift
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.history import drift_changes
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.names import name_check
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.report import drift_line
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_html import drift_html
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_markdown import drift_markdown
@@ -28,4 +30,5 @@ class FilterModule:
             "drift_markdown": drift_markdown,
             "drift_html": drift_html,
             "drift_changes": drift_changes,
+            "name_check": name_check,
         }

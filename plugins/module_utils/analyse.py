@@ -28,6 +28,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import (
     LDCONFIG,
     NCCL_CONF,
     NCCL_H,
+    NAMES,
     NET,
     NVCC,
     NVIDIA_CTK,
@@ -57,6 +58,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.system import (
     parse_cuda_default,
     parse_docker_info,
     parse_ldconfig,
+    parse_names,
     parse_net_interfaces,
     parse_nvidia_ctk_version,
     parse_os_release,
@@ -312,10 +314,15 @@ def docker_section(src, pkgs):
 def network_section(src):
     net = src.parse(NET, parse_net_interfaces)
     ibstat = src.parse(IBSTAT, parse_ibstat)
-    return {
+    names = src.parse(NAMES, parse_names)
+    section = {
         "interfaces": src.failed([NET]) or (net or {}),
         "rdma": src.failed([IBSTAT]) or (ibstat["cas"] if ibstat else []),
     }
+    # Only where gpu_facts was asked to resolve names (verify.yml asks).
+    if names is not None or src.failed([NAMES]):
+        section["names"] = src.failed([NAMES]) or names
+    return section
 
 
 def nccl_conf_section(src):

@@ -43,6 +43,7 @@ CONTAINERD = "containerd-version.txt"
 NVIDIA_CTK = "nvidia-ctk-version.txt"
 IBSTAT = "ibstat.txt"
 NET = "net-interfaces.json"
+NAMES = "names.json"
 NCCL_CONF = "nccl.conf"
 CONDA = "conda-envs.json"
 COLLECT_ERRORS = "collect-errors.json"
@@ -65,6 +66,7 @@ BUNDLE_FILES = (
     NVIDIA_CTK,
     IBSTAT,
     NET,
+    NAMES,
     NCCL_CONF,
     CONDA,
     COLLECT_ERRORS,

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shlex
+import socket
 
 from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import (
     COLLECT_ERRORS,
@@ -28,6 +29,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import (
     DPKG_FORMAT,
     IBSTAT,
     LDCONFIG,
+    NAMES,
     NCCL_CONF,
     NCCL_H,
     NET,
@@ -88,6 +90,8 @@ def collect_live(
     nccl_conf="/etc/nccl.conf",
     timeout=60,
     paths=None,
+    resolve=(),
+    address=None,
 ) -> dict:
     """Gather the raw texts on this node; see the module documentation for
     what each bundle file holds."""
@@ -177,12 +181,59 @@ def collect_live(
         command(IBSTAT, "ibstat", [])
 
     raw[NET] = build_net_interfaces(where["sys_class_net"], interfaces)
+    if resolve:
+        raw[NAMES] = build_names(resolve, address)
     read(NCCL_CONF, nccl_conf)
     raw[CONDA] = build_conda_envs(conda_envs_dirs)
 
     if problems:
         raw[COLLECT_ERRORS] = json.dumps(problems, indent=2, sort_keys=True) + "\n"
     return raw
+
+
+#: Any address outside the node: connecting a UDP socket to it sends nothing
+#: and makes the kernel pick the source address of the default route, the
+#: address Ansible's default_ipv4 fact (and so /etc/hosts) names.
+_ROUTE_PROBE = ("192.0.2.1", 9)  # TEST-NET-1 (RFC 5737), discard port
+
+
+def default_route_address(probe=_ROUTE_PROBE):
+    """``(address, None)`` of the default route's source, or ``(None, reason)``."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sock.connect(probe)
+        return sock.getsockname()[0], None
+    except OSError as exc:
+        return None, f"no IPv4 default route ({exc.strerror or exc}): set the node's address"
+    finally:
+        sock.close()
+
+
+def resolve_ipv4(name, resolver=socket.getaddrinfo):
+    """Sorted IPv4 addresses the node's resolver (nsswitch: /etc/hosts, DNS)
+    gives for ``name``, or ``{"error": reason}``."""
+    try:
+        found = resolver(name, None, socket.AF_INET, socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        return {"error": str(getattr(exc, "strerror", None) or exc)}
+    return sorted({entry[4][0] for entry in found})
+
+
+def build_names(resolve, address=None, route_address=default_route_address, resolver=socket.getaddrinfo):
+    """JSON text ``{"address", "address_error", "resolves": {name: [ipv4] | {"error"}}}``.
+
+    ``address`` is this node's cluster address as declared (base_node_address);
+    without it, the source address of the default route, read now.
+    """
+    error = None
+    if not address:
+        address, error = route_address()
+    result = {
+        "address": address,
+        "address_error": error,
+        "resolves": {name: resolve_ipv4(name, resolver) for name in sorted(set(resolve))},
+    }
+    return json.dumps(result, indent=2, sort_keys=True) + "\n"
 
 
 def build_net_interfaces(sys_class_net: str, interfaces=None):

@@ -187,6 +187,26 @@ def parse_net_interfaces(text: str, source=None) -> dict:
     return result
 
 
+def parse_names(text: str, source=None) -> dict:
+    """The collector's ``names.json``: ``{address, address_error, resolves}``."""
+    data = parse_json_object(text, source, "names JSON")
+    resolves = data.get("resolves")
+    if not isinstance(resolves, dict):
+        raise ParseError("'resolves' is not an object", source)
+    result = {}
+    for name, found in resolves.items():
+        if isinstance(found, dict) and isinstance(found.get("error"), str):
+            result[str(name)] = {"error": found["error"]}
+        elif isinstance(found, list) and all(isinstance(a, str) for a in found):
+            result[str(name)] = sorted(found)
+        else:
+            raise ParseError(f"name {name!r}: neither a list of addresses nor an error", source)
+    address, error = data.get("address"), data.get("address_error")
+    if not (address is None or isinstance(address, str)) or not (error is None or isinstance(error, str)):
+        raise ParseError("'address' and 'address_error' must be strings or null", source)
+    return {"address": address, "address_error": error, "resolves": result}
+
+
 def parse_collect_errors(text, source):
     data = parse_json_object(text, source, "collect-errors JSON")
     return {str(k): str(v) for k, v in data.items()}

@@ -43,11 +43,16 @@ description:
     C(nvidia-ctk-version.txt) [C(nvidia-ctk --version)];
     C(ibstat.txt) [C(ibstat), only when C(/sys/class/infiniband) lists a device];
     C(net-interfaces.json) [built from C(/sys/class/net/<if>/{mtu,speed,operstate,device})];
+    C(names.json) [only with O(resolve): the node's resolver (C(getaddrinfo), as C(getent ahostsv4))
+    for every name of O(resolve), and the node's own address];
     C(nccl.conf) [O(nccl_conf)];
     C(conda-envs.json) [built from the environments under O(conda_envs_dirs)];
     C(collect-errors.json) [C({file: message}) for every source that was there but failed]."
   - "C(net-interfaces.json) is C({name: {mtu, speed_mbps, state, virtual}}); C(speed_mbps) is null
     when the kernel reports none (-1 or unreadable); C(virtual) is true without a C(device) link."
+  - "C(names.json) is C({address, address_error, resolves: {name: [IPv4 address, ...] | {error}}}):
+    C(address) is O(address) when given, else the source address of the node's IPv4 default route
+    read now (what Ansible's C(default_ipv4) fact names); C(address_error) says why there is none."
   - "C(conda-envs.json) is C({env name: {prefix, python, torch, deepspeed, packages,
     packages_sha256, lock_sha256, unreadable_records}}) for every directory directly under
     O(conda_envs_dirs) that holds C(conda-meta/). C(python) comes from the C(conda-meta) record
@@ -105,6 +110,19 @@ options:
       - NCCL's configuration file. Facts keep only its SHA-256 and its C(KEY=VALUE) settings.
     type: path
     default: /etc/nccl.conf
+  resolve:
+    description:
+      - Host names to resolve on the node now, with its own resolver (C(/etc/hosts), then DNS, as
+        C(/etc/nsswitch.conf) says), IPv4 only. Written to C(names.json); C(verify.yml) passes
+        every cluster node so that a stale address in any node's C(/etc/hosts) is found.
+    type: list
+    elements: str
+    default: []
+  address:
+    description:
+      - This node's cluster address (C(base_node_address)), recorded in C(names.json) with
+        O(resolve). Default the source address of the IPv4 default route, read now.
+    type: str
   command_timeout:
     description:
       - Seconds each command may run before C(timeout) stops it (then recorded in C(errors)).
@@ -253,7 +271,8 @@ gpu_facts:
         C(interfaces) ({name: {mtu, speed_mbps, state, virtual}}) and C(rdma) (the CAs ibstat
         lists, each with C(name), C(ca_type), C(firmware), C(hardware), GUIDs and C(ports),
         a list of {port, state, physical_state, rate, link_layer, ...}). Each of the two can be
-        an error on its own.
+        an error on its own. With O(resolve), also C(names): C({address, address_error, resolves}) as in
+        C(names.json), or an error.
       type: dict
       returned: always
     nccl_conf:
@@ -322,6 +341,8 @@ def main():
             packages=dict(type="list", elements="str", default=[]),
             nccl_conf=dict(type="path", default="/etc/nccl.conf"),
             command_timeout=dict(type="int", default=60),
+            resolve=dict(type="list", elements="str", default=[]),
+            address=dict(type="str"),
         ),
         mutually_exclusive=[("from_dir", "save_to")],
         supports_check_mode=True,
@@ -345,6 +366,8 @@ def main():
             interfaces=params["interfaces"],
             nccl_conf=params["nccl_conf"],
             timeout=params["command_timeout"],
+            resolve=params["resolve"],
+            address=params["address"],
         )
 
     facts = analyse(raw, packages=params["packages"])

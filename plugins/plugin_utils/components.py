@@ -26,6 +26,10 @@ cluster, as scalars (lists joined with ", "), named ``<section>.<field>``:
   ``docker.nvidia_container_toolkit``;
 - ``conda.<env>.python|torch|deepspeed|packages_sha256|lock_sha256``;
 - ``net.<if>.mtu|speed_mbps|state``;
+- ``names.address`` and ``names.resolve.<name>``, only when gpu_facts
+  resolved names: the node's own address and what it resolves each name to.
+  They differ from node to node by nature; lockstep.gpu.name_check (names.py)
+  turns them into one comparable ``net.names`` before the drift analysis;
 - ``rdma.<ca>.firmware``, ``rdma.<ca>.<port>.state|rate|link_layer``;
 - ``nccl_conf.sha256``;
 - ``pkg.<name>`` for each package fact (or each name in ``packages``).
@@ -241,6 +245,14 @@ def components(gpu_facts, packages=None):
             info = interfaces[name] if isinstance(interfaces[name], Mapping) else {}
             for field in ("mtu", "speed_mbps", "state"):
                 put(f"net.{name}.{field}", info.get(field))
+    names = network.get("names")
+    if is_error(names):
+        out["names.address"] = {"error": str(names["error"])}
+    elif isinstance(names, Mapping):
+        out["names.address"] = names.get("address") or {"error": names.get("address_error") or "no address"}
+        for name, found in sorted((names.get("resolves") or {}).items()):
+            out[f"names.resolve.{name}"] = {"error": str(found["error"])} if is_error(found) else (
+                _join(found) or {"error": "no IPv4 address"})
     rdma = network.get("rdma") or []
     if is_error(rdma):
         out["rdma"] = {"error": str(rdma["error"])}

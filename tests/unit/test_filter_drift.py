@@ -328,6 +328,7 @@ def test_filter_module_exposes_filters():
         "drift_html",
         "drift_line",
         "drift_changes",
+        "name_check",
     }
 
 

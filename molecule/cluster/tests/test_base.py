@@ -85,6 +85,59 @@ def test_verify_playbook_finds_the_nodes_identical(tmp_path):
     assert report["by_component"]["net.eth0.mtu"]["deviating_hosts"] == []
 
 
+NODES = ("dp1", "dp2", "dp3")
+DP3, STALE = "10.231.1.13", "10.231.1.99"  # dp3's address, and the one it "had" before (nothing has it)
+
+
+def _hosts_block(name: str) -> dict:
+    lines = node(name).file("/etc/hosts").content_string.splitlines()
+    start = lines.index("# BEGIN Lockstep cluster nodes (role base)")
+    end = lines.index("# END Lockstep cluster nodes (role base)")
+    return dict(reversed(line.split()) for line in lines[start + 1:end])
+
+
+def _cached_address(path, address=None):
+    """dp3's default_ipv4 address in the jsonfile fact cache; with ``address``, set it first."""
+    facts = json.loads(path.read_text())
+    key = "ansible_default_ipv4" if "ansible_default_ipv4" in facts else "default_ipv4"
+    if address:
+        facts[key]["address"] = address
+        path.write_text(json.dumps(facts))
+    return facts[key]["address"]
+
+
+def test_a_node_that_moved_is_named_by_verify_and_fixed_by_a_converge_despite_cached_facts(tmp_path):
+    """dp3 "moved" from STALE to its address: its facts cached with the old one (as ansible.cfg's
+    jsonfile cache keeps them for 2 h), and dp1 and dp2 still resolve it there."""
+    cache = tmp_path / "facts"
+    env = {"ANSIBLE_CACHE_PLUGIN": "jsonfile", "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(cache),
+           "ANSIBLE_CACHE_PLUGIN_TIMEOUT": "7200"}
+    first = ansible_playbook("playbooks/base.yml", env=env)
+    assert first.returncode == 0, first.stdout[-3000:]
+    assert _cached_address(cache / "dp3", STALE) == STALE
+    for name in ("dp1", "dp2"):  # in place: /etc/hosts is a bind mount in a container
+        node(name).check_output(f"sed 's/^{DP3} dp3$/{STALE} dp3/' /etc/hosts > /tmp/hosts && cat /tmp/hosts > /etc/hosts")
+        assert _hosts_block(name)["dp3"] == STALE
+
+    # verify.yml names each node that resolves dp3 to the old address, and where dp3 is now.
+    stale = ansible_playbook("playbooks/verify.yml", "-e", f"verify_reports_dir={tmp_path / 'stale'}")
+    assert stale.returncode == 2, stale.stdout[-3000:]
+    report = json.loads((tmp_path / "stale" / "drift.json").read_text())
+    assert [(d["host"], d["component"], d["expected"], d["actual"]) for d in report["drifts"]] == [
+        (name, "net.names", "every node at its own address", f"dp3 -> {STALE} (dp3 has {DP3})") for name in ("dp1", "dp2")]
+    assert f"dp1: net.names expected every node at its own address, actual dp3 -> {STALE} (dp3 has {DP3})" in stale.output
+
+    # A converge with the stale cache, no --flush-cache: every node's /etc/hosts has dp3 where it is.
+    fixed = ansible_playbook("playbooks/base.yml", env=env)
+    assert fixed.returncode == 0, fixed.stdout[-3000:]
+    assert [_hosts_block(name)["dp3"] for name in NODES] == [DP3] * 3
+    assert _cached_address(cache / "dp3") == DP3  # and the cache holds the address read in that run
+    again = ansible_playbook("playbooks/verify.yml", "-e", f"verify_reports_dir={tmp_path / 'fixed'}")
+    assert again.returncode == 0, again.stdout[-3000:]
+    names = json.loads((tmp_path / "fixed" / "drift.json").read_text())["by_component"]["net.names"]
+    assert (names["expected"], names["source"], names["deviating_hosts"]) == ("every node at its own address", "declared", [])
+
+
 @pytest.mark.parametrize("bad, message", [
     ("base_timezone=Mars/Olympus",
      "base_timezone 'Mars/Olympus' is not a timezone known to tzdata"),
