@@ -142,8 +142,8 @@ def test_hosts_without_names_leave_the_expectation_undeclared():
     assert checked["expected"] == {} and "net.names" not in checked["components"]["b1"]
     del facts["b1"]
     assert name_check(facts)["expected"] == {"net.names": OK}
-    assert name_check({"b1": {"os.release": "Debian 12"}}) == {"components": {"b1": {"os.release": "Debian 12"}},
-                                                                "expected": {}}
+    only_bundles = {"b1": {"os.release": "Debian 12"}}
+    assert name_check(only_bundles) == {"components": only_bundles, "expected": {}}
 
 
 def test_name_check_refuses_what_is_not_components():
