@@ -120,6 +120,8 @@ options:
     type: path
     default: /etc/apt/keyrings
 notes:
+  - "Credentials in a URL (C(user:password@), an C(/t/<token>/) path, a C(token=) or C(password=) query) are shown
+    as C(***) in every failure message."
   - Supports check mode (the trial still runs, in a temporary directory that is removed afterwards) and
     diff mode (the C(.sources) text).
   - Needs C(apt-get) on the node when O(trial) or O(update_lists) is set and something changes.
@@ -231,6 +233,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.apt_repo import (
     update_lists,
 )
 from ansible_collections.lockstep.gpu.plugins.module_utils.openpgp import normalize_fingerprint
+from ansible_collections.lockstep.gpu.plugins.module_utils.redact import redact_urls
 
 
 def _text(data):
@@ -331,6 +334,7 @@ def run_module():
                   key_changed=False, source_changed=False, trial="not needed")
     errors = check_options(params)
     if errors:
+        errors = [redact_urls(error) for error in errors]
         module.fail_json(msg="invalid options: " + "; ".join(errors), errors=errors, **result)
     try:
         if params["state"] == "absent":
@@ -338,7 +342,7 @@ def run_module():
         else:
             _present(module, result, sources_file, keyring_file)
     except RepoError as exc:
-        module.fail_json(msg=str(exc), **result)
+        module.fail_json(msg=redact_urls(exc), **result)
     except OSError as exc:
         module.fail_json(msg=f"{getattr(exc, 'filename', None) or 'apt files'}: {exc.strerror or exc}", **result)
 

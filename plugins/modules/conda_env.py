@@ -46,6 +46,8 @@ options:
     default: 30
 notes:
   - Supports check mode.
+  - "Credentials in a URL (C(user:password@), an C(/t/<token>/) path, a C(token=) or C(password=) query) are shown
+    as C(***) in every failure message."
 """
 
 EXAMPLES = r"""
@@ -85,12 +87,16 @@ import zipfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 from ansible_collections.lockstep.gpu.plugins.module_utils.conda import LOCK_HASH_FILE, entry_sha256, pip_requirements, scan_env
+from ansible_collections.lockstep.gpu.plugins.module_utils.redact import redact_urls
 
 STATE = "lockstep-state.json"
 
 
 class InstallError(Exception):
-    pass
+    """A failed install; its message never carries a URL's credentials."""
+
+    def __init__(self, message):
+        super().__init__(redact_urls(message))
 
 
 def _sha256(path):
@@ -343,7 +349,7 @@ def main():
     try:
         packages = build(module, name, prefix, entry, p["pkgs_dir"], p["timeout"])
     except (InstallError, OSError, tarfile.TarError) as exc:
-        module.fail_json(msg=str(exc), lock_sha256=want, reason=reason)
+        module.fail_json(msg=redact_urls(exc), lock_sha256=want, reason=reason)
     module.exit_json(changed=True, lock_sha256=want, packages_sha256=packages, reason=reason)
 
 

@@ -77,3 +77,16 @@ def test_extract_refuses_paths_outside_the_env(tmp_path):
     pkg = make_package(tmp_path / "bad-1-0.tar.bz2", {"../evil": "x"}, {"name": "bad", "version": "1"})
     with pytest.raises(conda_env.InstallError, match="unsafe path"):
         conda_env.extract(str(tmp_path / pkg["fn"]), pkg, str(tmp_path), "/opt/x", "3.11")
+
+
+def test_a_dead_channel_with_credentials_is_named_without_them(tmp_path):
+    pkg = make_package(tmp_path / "a-1-0.tar.bz2", {"bin/a": "x"}, {"name": "a", "version": "1"})
+    cache = tmp_path / "pkgs"
+    cache.mkdir()
+    dead = dict(pkg, fn="c.tar.bz2", channel="http://mirror:s3cret@127.0.0.1:9/t/tk-123/ch",
+                url="http://mirror:s3cret@127.0.0.1:9/t/tk-123/ch/c.tar.bz2")
+    with pytest.raises(conda_env.InstallError) as caught:
+        conda_env.fetch(dead, str(cache), 5, "e")
+    message = str(caught.value)
+    assert "channel http://***@127.0.0.1:9/t/***/ch does not answer" in message
+    assert "s3cret" not in message and "tk-123" not in message and "mirror" not in message
