@@ -195,9 +195,14 @@ def parse_nvidia_smi_xml(text: str, source: str | None = None) -> dict:
             f"attached_gpus says {attached} but the output lists {len(gpus)} <gpu> "
             "element(s); counting the <gpu> elements"
         )
+    # Anonymised support bundles give every GPU the same placeholder UUID:
+    # an anomaly to flag, not a reason to drop the driver and every GPU.
     uuids = [gpu["uuid"] for gpu in gpus]
-    if len(set(uuids)) != len(uuids):
-        raise ParseError("nvidia-smi XML lists the same GPU UUID twice", source)
+    for uuid in sorted({u for u in uuids if uuids.count(u) > 1}):
+        warnings.append(
+            f"GPU UUID {uuid} is listed {uuids.count(uuid)} times (an anonymised bundle?); "
+            "counting the <gpu> elements"
+        )
 
     fabric_states = sorted({g["fabric_state"] for g in gpus if g["fabric_state"]})
     fabric_manager = None

@@ -221,7 +221,7 @@ gpu_facts:
         C(present) (nvidia-smi output was there), C(count), C(models) (sorted unique names),
         C(list) (per GPU C(index) (output order), C(minor_number), C(name), C(uuid), C(serial),
         C(pci_bus_id), C(memory_total_mib), C(persistence_mode), C(ecc_mode), C(mig_mode),
-        C(mig_devices), C(vbios_version)), C(warnings) (e.g. attached_gpus disagreeing with
+        C(mig_devices), C(vbios_version)), C(warnings) (e.g. a GPU UUID listed twice, attached_gpus disagreeing with
         the GPUs listed). An error when nvidia-smi output is unreadable.
       type: dict
       returned: always

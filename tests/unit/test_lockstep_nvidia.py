@@ -546,3 +546,17 @@ def test_every_fixture_is_documented_and_small():
     for name in fixtures:
         assert f"`{name}`" in sources, f"{name} is not listed in SOURCES.md"
         assert (NV / name).stat().st_size < 200 * 1024
+
+
+def test_xml_with_a_uuid_listed_twice_is_flagged_and_still_read():
+    # The real K80 output with every UUID replaced by one placeholder, as
+    # anonymised support bundles do (the edit is the test's, the rest is real).
+    text = read(K80)
+    for uuid in re.findall(r"<uuid>(GPU-[0-9a-f-]+)</uuid>", text):
+        text = text.replace(uuid, "GPU-00000000-0000-0000-0000-000000000000")
+    facts = parse_nvidia_smi_xml(text, K80)
+    assert facts["driver_version"] == "430.26" and facts["gpu_count"] == 4
+    assert [g["name"] for g in facts["gpus"]] == ["Tesla K80"] * 4
+    assert facts["warnings"] == [
+        "GPU UUID GPU-00000000-0000-0000-0000-000000000000 is listed 4 times (an anonymised bundle?); "
+        "counting the <gpu> elements"]
