@@ -191,10 +191,10 @@ def collect_live(
     return raw
 
 
-#: Any address outside the node: connecting a UDP socket to it sends nothing
-#: and makes the kernel pick the source address of the default route, the
-#: address Ansible's default_ipv4 fact (and so /etc/hosts) names.
-_ROUTE_PROBE = ("192.0.2.1", 9)  # TEST-NET-1 (RFC 5737), discard port
+#: The destination Ansible's default_ipv4 fact asks the kernel about
+#: (`ip -4 route get 8.8.8.8`): connecting a UDP socket to it sends nothing
+#: and makes the kernel pick the same source address, the one /etc/hosts names.
+_ROUTE_PROBE = ("8.8.8.8", 53)
 
 
 def default_route_address(probe=_ROUTE_PROBE):

@@ -96,13 +96,20 @@ def _hosts_block(name: str) -> dict:
     return dict(reversed(line.split()) for line in lines[start + 1:end])
 
 
-def _cached_address(path, address=None):
-    """dp3's default_ipv4 address in the jsonfile fact cache; with ``address``, set it first."""
-    facts = json.loads(path.read_text())
+def _cached_address(cache, host, address=None):
+    """``host``'s default_ipv4 address in the jsonfile fact cache; with ``address``, set it first.
+
+    ansible-core 2.19 names the file <prefix>s1_<host> and wraps the facts as
+    {"__payload__": "<JSON text>"}; earlier versions write <prefix><host> and the facts themselves.
+    """
+    (path,) = [p for p in cache.iterdir() if p.name == host or p.name.endswith("_" + host)]
+    data = json.loads(path.read_text())
+    wrapped = "__payload__" in data
+    facts = json.loads(data["__payload__"]) if wrapped else data
     key = "ansible_default_ipv4" if "ansible_default_ipv4" in facts else "default_ipv4"
     if address:
         facts[key]["address"] = address
-        path.write_text(json.dumps(facts))
+        path.write_text(json.dumps({"__payload__": json.dumps(facts)} if wrapped else facts))
     return facts[key]["address"]
 
 
@@ -114,7 +121,7 @@ def test_a_node_that_moved_is_named_by_verify_and_fixed_by_a_converge_despite_ca
            "ANSIBLE_CACHE_PLUGIN_TIMEOUT": "7200"}
     first = ansible_playbook("playbooks/base.yml", env=env)
     assert first.returncode == 0, first.stdout[-3000:]
-    assert _cached_address(cache / "dp3", STALE) == STALE
+    assert _cached_address(cache, "dp3", STALE) == STALE
     for name in ("dp1", "dp2"):  # in place: /etc/hosts is a bind mount in a container
         node(name).check_output(f"sed 's/^{DP3} dp3$/{STALE} dp3/' /etc/hosts > /tmp/hosts && cat /tmp/hosts > /etc/hosts")
         assert _hosts_block(name)["dp3"] == STALE
@@ -131,7 +138,7 @@ def test_a_node_that_moved_is_named_by_verify_and_fixed_by_a_converge_despite_ca
     fixed = ansible_playbook("playbooks/base.yml", env=env)
     assert fixed.returncode == 0, fixed.stdout[-3000:]
     assert [_hosts_block(name)["dp3"] for name in NODES] == [DP3] * 3
-    assert _cached_address(cache / "dp3") == DP3  # and the cache holds the address read in that run
+    assert _cached_address(cache, "dp3") == DP3  # and the cache holds the address read in that run
     again = ansible_playbook("playbooks/verify.yml", "-e", f"verify_reports_dir={tmp_path / 'fixed'}")
     assert again.returncode == 0, again.stdout[-3000:]
     names = json.loads((tmp_path / "fixed" / "drift.json").read_text())["by_component"]["net.names"]
