@@ -27,18 +27,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.components import is_error
 
 OK = "every node at its own address"
 ADDRESS = "names.address"
 RESOLVE = "names.resolve."
 
 
-def _is_error(value) -> bool:
-    return isinstance(value, Mapping) and "error" in value
-
-
 def _readable(components) -> bool:
-    return any(not _is_error(v) for v in components.values())
+    return any(not is_error(v) for v in components.values())
 
 
 def _wrong_names(host, components, own):
@@ -47,7 +44,7 @@ def _wrong_names(host, components, own):
         peer, got = key[len(RESOLVE):], components[key]
         if peer == host:
             continue
-        if _is_error(got):
+        if is_error(got):
             wrong.append(f"{peer} unresolved ({got['error']})")
             continue
         truth = own.get(peer)
@@ -74,7 +71,7 @@ def name_check(facts):
             checked[host] = rest
             continue
         asked = True
-        if _is_error(own[host]):
+        if is_error(own[host]):
             rest["net.names"] = {"error": f"this node's address: {own[host]['error']}"}
         else:
             rest["net.names"] = "; ".join(_wrong_names(host, components, own)) or OK

@@ -164,13 +164,19 @@ def test_host_columns_that_do_not_fit_are_counted():
     assert f"{12 - shown} more hosts not shown" in " ".join(text.splitlines()[-2:])
 
 
-def test_table_prints_the_changes_since_the_previous_run():
+def _dr3_drifted_since_a_clean_run():
+    """The facts with dr3 on another NCCL, and their report compared with a clean run at 11:00 UTC."""
     before = drift(_stack())
     before["run"] = {"time": "2025-06-01T11:00:00.000000Z"}
     facts = _stack()
     facts["dr3"]["nccl.package"] = "2.18.1-1+cuda12.1"
     report = drift(facts)
     report["changes"] = drift_changes(report, before)
+    return facts, report
+
+
+def test_table_prints_the_changes_since_the_previous_run():
+    facts, report = _dr3_drifted_since_a_clean_run()
     lines = drift_table(report, drift_only=True, width=100).splitlines()
     assert "Since the previous run (2025-06-01 11:00:00 UTC): 1 new drift, 0 resolved." in lines
     assert "  new: dr3: nccl.package expected 2.18.3-1+cuda12.1, actual 2.18.1-1+cuda12.1 (differs)" in lines
@@ -325,12 +331,7 @@ def test_html_clean_report():
 
 
 def test_html_shows_what_changed_since_the_previous_run():
-    before = drift(_stack())
-    before["run"] = {"time": "2025-06-01T11:00:00.000000Z"}
-    facts = _stack()
-    facts["dr3"]["nccl.package"] = "2.18.1-1+cuda12.1"
-    report = drift(facts)
-    report["changes"] = drift_changes(report, before)
+    _facts, report = _dr3_drifted_since_a_clean_run()
     page = drift_html(report)
     assert "Since the previous run (2025-06-01 11:00:00 UTC): 1 new drift, 0 resolved." in page
     assert '<li class="new" data-change="new" data-host="dr3" data-component="nccl.package">' in page
