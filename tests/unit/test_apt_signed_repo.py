@@ -46,8 +46,17 @@ needs_apt = pytest.mark.skipif(APT_GET is None or GPG is None,
 # A throw-away signing key and signed repositories
 # --------------------------------------------------------------------------
 def _gpg(home, *args, **kwargs):
+    """Run gpg in ``home``, then stop the gpg-agent it may have started.
+
+    Stopped after every call, not in the fixture's teardown: under
+    ``ansible-test units`` each test runs in a forked process that never
+    tears down the module fixture, and every agent left behind holds two
+    inotify instances (the host's 128 run out, then systemd in the molecule
+    nodes cannot start).
+    """
     done = subprocess.run([GPG, "--homedir", str(home), "--batch", "--pinentry-mode", "loopback", "--passphrase", "",
                            *args], capture_output=True, check=False, **kwargs)
+    subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], capture_output=True, check=False)
     if done.returncode != 0:
         raise AssertionError(f"gpg {' '.join(args)} exited with {done.returncode}: {done.stderr!r}")
     return done
@@ -70,7 +79,6 @@ def keys(tmp_path_factory):
         found[f"{role}_binary"] = _gpg(home, "--export", fingerprint).stdout
         found[f"{role}_armoured"] = _gpg(home, "--armor", "--export", fingerprint).stdout
     yield found
-    subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], capture_output=True, check=False)
     shutil.rmtree(home, ignore_errors=True)
 
 
