@@ -24,3 +24,12 @@ def redact_urls(text) -> str:
     text = _USERINFO.sub(r"\g<scheme>***@", str(text))
     text = _TOKEN_PATH.sub(r"\g<host>/t/***/", text)
     return _QUERY_SECRET.sub(r"\g<key>***", text)
+
+
+def has_credentials(value) -> bool:
+    """Whether ``value`` (a string, or a list or dict of them, nested) holds a URL with credentials."""
+    if isinstance(value, dict):
+        return any(has_credentials(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(has_credentials(v) for v in value)
+    return value is not None and redact_urls(value) != str(value)

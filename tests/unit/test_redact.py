@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.lockstep.gpu.plugins.module_utils.redact import redact_urls
+from ansible_collections.lockstep.gpu.plugins.module_utils.redact import has_credentials, redact_urls
 
 
 @pytest.mark.parametrize("text, shown", [
@@ -25,3 +25,16 @@ def test_redact_urls(text, shown):
 
 def test_redact_takes_any_object():
     assert redact_urls(OSError("http://u:p@h/")) == "http://***@h/"
+
+
+@pytest.mark.parametrize("value, found", [
+    ("https://alice:pa55@pypi.corp.example/simple", True),
+    (["https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/", "file:///srv/mirror"], False),
+    (["", None, ["https://mirror.example/debian", "https://c.example/t/tok/main"]], True),
+    ({"url": "https://repo.example/key.asc?token=XYZ"}, True),
+    ({"env": {"channels": ["https://conda.anaconda.org/conda-forge"]}}, False),
+    ("", False),
+    (None, False),
+])
+def test_has_credentials(value, found):
+    assert has_credentials(value) is found
