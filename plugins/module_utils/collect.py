@@ -49,6 +49,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import (
 )
 from ansible_collections.lockstep.gpu.plugins.module_utils.conda import build_conda_envs
 from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import int_or_none
+from ansible_collections.lockstep.gpu.plugins.module_utils.system import drop_stale_ldconfig
 
 #: Where the live collector looks; tests point these elsewhere.
 DEFAULT_PATHS = {
@@ -159,6 +160,8 @@ def collect_live(
             read(name, os.path.join(where["cuda_root"], entry, "version.json"))
     read(NCCL_H, where["nccl_headers"])
     command(LDCONFIG, "ldconfig", ["-p"])
+    if raw.get(LDCONFIG):
+        raw[LDCONFIG] = drop_stale_ldconfig(raw[LDCONFIG], os.path.exists)
 
     if runner.which("dpkg-query"):
         command(DPKG, "dpkg-query", ["-W", "-f", DPKG_FORMAT])

@@ -103,6 +103,25 @@ def parse_ldconfig(text: str, source=None) -> dict:
     return libs
 
 
+def drop_stale_ldconfig(text: str, exists) -> str:
+    """``ldconfig -p`` output without the entries whose file is gone.
+
+    ldconfig's cache outlives a library removed by force (``dpkg --remove
+    --force-depends``) until ldconfig runs again, so the cache would still
+    show e.g. libnccl.so.2 on a node that has no NCCL. Each dropped entry is
+    kept as a ``# stale ...`` comment line, which :func:`parse_ldconfig`
+    skips, so a saved bundle still tells what the cache said.
+    """
+    kept = []
+    for line in text.splitlines():
+        match = _LDCONFIG_LINE.match(line)
+        if match and not exists(match.group(3)):
+            kept.append(f"# stale ldconfig cache entry, file gone: {match.group(1)} => {match.group(3)}")
+        else:
+            kept.append(line)
+    return "\n".join(kept) + ("\n" if text.endswith("\n") else "")
+
+
 def parse_cuda_default(text: str, source=None) -> str:
     """The resolved /usr/local/cuda path."""
     text = need_text(text, "the path /usr/local/cuda points to", source).strip()

@@ -118,10 +118,9 @@ def drift_line(drift):
         raise AnsibleFilterError(
             f"drift_line: expects one entry of a report's drifts, got {str(drift)[:200]!r}"
         )
-    return (
-        f"{drift['host']}: {drift['component']} expected {format_expected(drift['expected'])}, "
-        f"actual {format_actual(drift)} ({drift['reason']})"
-    )
+    line = f"{drift['host']}: {drift['component']} expected {format_expected(drift['expected'])}, actual {format_actual(drift)}"
+    # "actual (missing)" says it once; other reasons follow in parentheses.
+    return line if drift["reason"] == "missing" else f"{line} ({drift['reason']})"
 
 
 def new_drifts(report):

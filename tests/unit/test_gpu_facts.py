@@ -22,7 +22,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import DPKG_FO
 from ansible_collections.lockstep.gpu.plugins.module_utils.collect import Runner, collect_live
 from ansible_collections.lockstep.gpu.plugins.module_utils.conda import build_conda_envs
 from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
-from ansible_collections.lockstep.gpu.plugins.module_utils.system import parse_docker_info, parse_ldconfig, parse_os_release, parse_package_list
+from ansible_collections.lockstep.gpu.plugins.module_utils.system import drop_stale_ldconfig, parse_docker_info, parse_ldconfig, parse_os_release, parse_package_list
 from ansible_collections.lockstep.gpu.plugins.module_utils.analyse import analyse
 from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import collect_from_dir, save_bundle
 
@@ -313,6 +313,17 @@ def test_parse_ldconfig_of_the_ci_host():
     assert libs["libcudart.so.13"] == ["/usr/local/cuda-13.0/lib/libcudart.so.13"]
     with pytest.raises(ParseError, match="not ldconfig -p output"):
         parse_ldconfig("hello\n", "ldconfig-p.txt")
+
+
+def test_a_library_whose_file_is_gone_leaves_the_ldconfig_cache_it_was_read_from():
+    """The ci-host's cache as if libcudart.so.13 had been removed by force: the soname is gone, the rest kept."""
+    text = (BUNDLES / "ci-host" / "ldconfig-p.txt").read_text()
+    gone = "/usr/local/cuda-13.0/lib/libcudart.so.13"
+    cleaned = drop_stale_ldconfig(text, lambda path: path != gone)
+    libs, before = parse_ldconfig(cleaned), parse_ldconfig(text)
+    assert "libcudart.so.13" not in libs and set(before) - set(libs) == {"libcudart.so.13"}
+    assert f"# stale ldconfig cache entry, file gone: libcudart.so.13 => {gone}" in cleaned.splitlines()
+    assert drop_stale_ldconfig(text, lambda path: True) == text
 
 
 def test_parse_os_release_rejects_a_cut_quote():
