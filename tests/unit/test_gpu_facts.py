@@ -22,7 +22,9 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import DPKG_FO
 from ansible_collections.lockstep.gpu.plugins.module_utils.collect import Runner, collect_live
 from ansible_collections.lockstep.gpu.plugins.module_utils.conda import build_conda_envs
 from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
-from ansible_collections.lockstep.gpu.plugins.module_utils.system import drop_stale_ldconfig, parse_docker_info, parse_ldconfig, parse_os_release, parse_package_list
+from ansible_collections.lockstep.gpu.plugins.module_utils.system import (
+    drop_stale_ldconfig, parse_docker_info, parse_ldconfig, parse_os_release, parse_package_list,
+)
 from ansible_collections.lockstep.gpu.plugins.module_utils.analyse import analyse
 from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import collect_from_dir, save_bundle
 
