@@ -4,8 +4,9 @@
 """Drift filters: lockstep.gpu.drift compares the nodes; drift_line,
 drift_table, drift_markdown and drift_html render its report; drift_changes
 compares it with the previous run's; name_check prepares the name
-resolution of every node for it. The logic is in plugin_utils/ (drift.py,
-history.py, names.py and report_*.py); each filter's documentation is the YAML file of
+resolution of every node for it, torch_check each node's torch against its
+driver and system NCCL. The logic is in plugin_utils/ (drift.py,
+history.py, names.py, torch_checks.py and report_*.py); each filter's documentation is the YAML file of
 its name beside this one."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ansible_collections.lockstep.gpu.plugins.plugin_utils.report import drift_l
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_html import drift_html
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_markdown import drift_markdown
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_table import drift_table
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.torch_checks import torch_check
 
 
 class FilterModule:
@@ -31,4 +33,5 @@ class FilterModule:
             "drift_html": drift_html,
             "drift_changes": drift_changes,
             "name_check": name_check,
+            "torch_check": torch_check,
         }

@@ -59,6 +59,26 @@ def _metadata_version(dist_info: str):
     return None
 
 
+# The CUDA build a torch wheel was made for: torch/version.py, written by
+# torch's setup ("cuda = '12.1'", "cuda: Optional[str] = '12.1'" in newer
+# releases, None for CPU builds). Read as text: importing torch on every node
+# would take seconds and need its libraries.
+_TORCH_CUDA = re.compile(r"^cuda(?:\s*:[^=]*)?\s*=\s*(?:'([^']*)'|\"([^\"]*)\"|None)\s*$", re.MULTILINE)
+# The NCCL and cuDNN that torch loads: PyPI's CUDA builds of torch depend on
+# these NVIDIA wheels (nvidia-nccl-cu12==2.18.1 for torch 2.1.2).
+_TORCH_LIBS = {"torch_nccl": ("nvidia-nccl-cu12", "nvidia-nccl-cu11"),
+               "torch_cudnn": ("nvidia-cudnn-cu12", "nvidia-cudnn-cu11")}
+
+
+def torch_cuda(site: str):
+    """``torch.version.cuda`` of the torch in ``site`` (site-packages), read from torch/version.py; None if absent."""
+    text = read_short(os.path.join(site, "torch", "version.py"))
+    match = _TORCH_CUDA.search(text or "")
+    if not match:
+        return None
+    return match.group(1) or match.group(2) or None
+
+
 def scan_env(prefix: str) -> dict:
     """What an environment holds: Python, torch, deepspeed, package hash, lock hash."""
     meta = os.path.join(prefix, "conda-meta")
@@ -100,8 +120,10 @@ def scan_env(prefix: str) -> dict:
             name = normalize_package_name(match.group("name"))
             version = match.group("version")
             lines.add(f"{name}=={version}")
-            if name in ("torch", "deepspeed"):
+            if name in ("torch", "deepspeed") or any(name in names for names in _TORCH_LIBS.values()):
                 pip[name] = _metadata_version(os.path.join(site, entry)) or version
+            if name == "torch":
+                pip["torch_cuda"] = torch_cuda(site)
 
     lock = read_short(os.path.join(meta, LOCK_HASH_FILE))
     digest = hashlib.sha256("".join(f"{line}\n" for line in sorted(lines)).encode("utf-8"))
@@ -110,6 +132,8 @@ def scan_env(prefix: str) -> dict:
         "python": python,
         "torch": pip.get("torch") or conda.get("pytorch") or conda.get("torch"),
         "deepspeed": pip.get("deepspeed") or conda.get("deepspeed"),
+        "torch_cuda": pip.get("torch_cuda"),
+        **{key: next((pip[n] for n in names if n in pip), None) for key, names in _TORCH_LIBS.items()},
         "packages": len(lines),
         "packages_sha256": digest.hexdigest(),
         "lock_sha256": lock.split()[0] if lock else None,
@@ -141,7 +165,8 @@ def build_conda_envs(dirs):
     return json.dumps(envs, indent=2, sort_keys=True) + "\n"
 
 
-_CONDA_KEYS = ("python", "torch", "deepspeed", "packages_sha256", "lock_sha256")
+_CONDA_KEYS = ("python", "torch", "deepspeed", "torch_cuda", "torch_nccl", "torch_cudnn", "packages_sha256",
+               "lock_sha256")
 
 
 def parse_conda_envs(text: str, source=None) -> dict:

@@ -53,12 +53,15 @@ description:
   - "C(names.json) is C({address, address_error, resolves: {name: [IPv4 address, ...] | {error}}}):
     C(address) is O(address) when given, else the source address of the node's IPv4 default route
     read now (what Ansible's C(default_ipv4) fact names); C(address_error) says why there is none."
-  - "C(conda-envs.json) is C({env name: {prefix, python, torch, deepspeed, packages,
-    packages_sha256, lock_sha256, unreadable_records}}) for every directory directly under
+  - "C(conda-envs.json) is C({env name: {prefix, python, torch, deepspeed, torch_cuda, torch_nccl,
+    torch_cudnn, packages, packages_sha256, lock_sha256, unreadable_records}}) for every directory directly under
     O(conda_envs_dirs) that holds C(conda-meta/). C(python) comes from the C(conda-meta) record
     of C(python), else from the C(lib/pythonX.Y) directory name; C(torch) and C(deepspeed) from
     the C(Version:) of their C(site-packages/*.dist-info/METADATA), else from the conda record
-    (C(pytorch)/C(torch), C(deepspeed)). No interpreter is run. C(packages_sha256) is the
+    (C(pytorch)/C(torch), C(deepspeed)). C(torch_cuda) is C(torch.version.cuda), the CUDA build
+    of that torch, read from C(torch/version.py) (null for a CPU build); C(torch_nccl) and
+    C(torch_cudnn) the versions of the NCCL and cuDNN wheels torch loads
+    (C(nvidia-nccl-cu12)/C(-cu11), C(nvidia-cudnn-cu12)/C(-cu11)). No interpreter is run. C(packages_sha256) is the
     SHA-256 of the sorted, de-duplicated lines C(name==version) (one per line, each ending in a
     newline; names normalised as in PEP 503) of every C(conda-meta/*.json) record and every
     C(site-packages/*.dist-info) directory. C(lock_sha256) is the first word of
@@ -262,7 +265,8 @@ gpu_facts:
       returned: always
     conda:
       description: >-
-        C(envs), {name: {python, torch, deepspeed, packages_sha256, lock_sha256, prefix,
+        C(envs), {name: {python, torch, deepspeed, torch_cuda, torch_nccl, torch_cudnn, packages_sha256,
+        lock_sha256, prefix,
         packages}}; see C(conda-envs.json) in the description.
       type: dict
       returned: always

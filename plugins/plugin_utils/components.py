@@ -24,7 +24,7 @@ cluster, as scalars (lists joined with ", "), named ``<section>.<field>``:
 - ``docker.server_version``, ``docker.default_runtime``, ``docker.runtimes``,
   ``docker.cgroup_driver``, ``docker.registry_mirrors``, ``docker.containerd``,
   ``docker.nvidia_container_toolkit``;
-- ``conda.<env>.python|torch|deepspeed|packages_sha256|lock_sha256``;
+- ``conda.<env>.python|torch|deepspeed|torch_cuda|torch_nccl|torch_cudnn|packages_sha256|lock_sha256``;
 - ``net.<if>.mtu|speed_mbps|state``;
 - ``names.address`` and ``names.resolve.<name>``, only when gpu_facts
   resolved names: the node's own address and what it resolves each name to.
@@ -91,7 +91,8 @@ _SECTION_COMPONENTS = {
     ),
     "nccl_conf": ("nccl_conf.sha256",),
 }
-_CONDA_FIELDS = ("python", "torch", "deepspeed", "packages_sha256", "lock_sha256")
+_CONDA_FIELDS = ("python", "torch", "deepspeed", "torch_cuda", "torch_nccl", "torch_cudnn", "packages_sha256",
+                 "lock_sha256")
 
 
 def is_error(value):

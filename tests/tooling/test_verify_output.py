@@ -21,6 +21,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from ansible_collections.lockstep.gpu.plugins.module_utils.conda import build_conda_envs
 from lockstep_terminal import check_tables, tables
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,3 +132,22 @@ def test_the_history_keeps_the_newest(cluster):
     assert len(kept) == 3 and kept[:2] == ["20200103T000000.000000Z.json", "20200104T000000.000000Z.json"]
     # The newest earlier file was not a report: named, and the run went on.
     assert "Not compared with the previous run: the previous report is not a drift report." in proc.stdout
+
+
+def test_torch_built_for_cuda_12_1_on_a_510_driver_drifts_naming_both(cluster, tmp_path):
+    """Every node holds environment train with the real torch 2.1.2 (CUDA 12.1) files; gpu4 runs a P100's
+    driver 510.47.03, too old even with CUDA minor version compatibility."""
+    from tests.unit.test_torch_checks import _train_env  # the same environment as the unit tests'
+    envs_json = build_conda_envs([str(_train_env(tmp_path / "envs").parent)])
+    for name in HOSTS:
+        _bundle(cluster / "bundles" / name, "a100-mig")
+        (cluster / "bundles" / name / "conda-envs.json").write_text(envs_json)
+    shutil.copy(BUNDLES / "p100" / "nvidia-smi-q-x.xml", cluster / "bundles" / "gpu4" / "nvidia-smi-q-x.xml")
+    proc, report = verify(cluster)
+    drifted = {(d["host"], d["component"]): d for d in report["drifts"]}
+    assert drifted[("gpu4", "conda.train.torch_driver")]["actual"] == (
+        "torch built for CUDA 12.1 needs NVIDIA driver >= 525.60.13 (>= 530.30.02 without minor version "
+        "compatibility); the driver is 510.47.03")
+    assert not any(host != "gpu4" and c == "conda.train.torch_driver" for host, c in drifted)
+    assert report["by_component"]["conda.train.torch_cuda"]["expected"] == "12.1"
+    assert report["by_component"]["conda.train.torch_nccl"]["expected"] == "2.18.1"
