@@ -207,7 +207,7 @@ def runs(tmp_path_factory):
     with ThreadPoolExecutor(max_workers=4) as pool:
         results.update(pool.map(run, CASES[1:]))
     seconds = time.monotonic() - start
-    print(f"{len(CASES)} bad-input runs of site.yml in {seconds:.0f} s")
+    (folder / "batch.txt").write_text(f"{len(CASES)} bad-input runs of site.yml in {seconds:.0f} s\n", encoding="utf-8")
     after = {n: _sums(n) for n in NODES}
     newer = {n: node(n).check_output(
         "find /etc /usr /opt /var/lib/dpkg -xdev -newer /tmp/.lockstep-bad-input-mark -print 2>/dev/null; true")
