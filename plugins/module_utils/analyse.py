@@ -37,6 +37,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import (
     PROC_DRIVER,
     PTXAS,
     RPM,
+    SLURM,
     UNAME,
     printable,
 )
@@ -52,6 +53,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.nvidia import (
 )
 from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
 from ansible_collections.lockstep.gpu.plugins.module_utils.rdma import parse_ibstat
+from ansible_collections.lockstep.gpu.plugins.module_utils.slurm import parse_slurm
 from ansible_collections.lockstep.gpu.plugins.module_utils.system import (
     parse_collect_errors,
     parse_containerd_version,
@@ -334,6 +336,15 @@ def nccl_conf_section(src):
     }
 
 
+def slurm_section(src):
+    slurm = src.parse(SLURM, parse_slurm)
+    return src.failed([SLURM]) or {
+        "present": slurm is not None,
+        "munge_key_sha256": slurm["munge_key_sha256"] if slurm else None,
+        "conf_sha256": slurm["conf_sha256"] if slurm else None,
+    }
+
+
 def packages_section(src, pkgs, packages):
     wanted = {}
     for item in packages or ():
@@ -365,6 +376,7 @@ def analyse(raw: dict, packages=()) -> dict:
         "conda": src.failed([CONDA]) or {"envs": conda or {}},
         "network": network_section(src),
         "nccl_conf": nccl_conf_section(src),
+        "slurm": slurm_section(src),
         "packages": packages_section(src, pkgs, packages),
     }
     facts["errors"] = dict(sorted(src.errors.items()))

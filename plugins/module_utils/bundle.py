@@ -45,6 +45,7 @@ IBSTAT = "ibstat.txt"
 NET = "net-interfaces.json"
 NAMES = "names.json"
 NCCL_CONF = "nccl.conf"
+SLURM = "slurm.json"
 CONDA = "conda-envs.json"
 COLLECT_ERRORS = "collect-errors.json"
 
@@ -68,6 +69,7 @@ BUNDLE_FILES = (
     NET,
     NAMES,
     NCCL_CONF,
+    SLURM,
     CONDA,
     COLLECT_ERRORS,
 )

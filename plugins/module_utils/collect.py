@@ -42,6 +42,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import (
     PTXAS,
     RPM,
     RPM_FORMAT,
+    SLURM,
     UNAME,
     empty_raw,
     read_file,
@@ -49,6 +50,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import (
 )
 from ansible_collections.lockstep.gpu.plugins.module_utils.conda import build_conda_envs
 from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import int_or_none
+from ansible_collections.lockstep.gpu.plugins.module_utils.slurm import MUNGE_KEY, SLURM_CONF, build_slurm
 from ansible_collections.lockstep.gpu.plugins.module_utils.system import drop_stale_ldconfig
 
 #: Where the live collector looks; tests point these elsewhere.
@@ -93,6 +95,8 @@ def collect_live(
     paths=None,
     resolve=(),
     address=None,
+    munge_key=MUNGE_KEY,
+    slurm_conf=SLURM_CONF,
 ) -> dict:
     """Gather the raw texts on this node; see the module documentation for
     what each bundle file holds."""
@@ -187,6 +191,10 @@ def collect_live(
     if resolve:
         raw[NAMES] = build_names(resolve, address)
     read(NCCL_CONF, nccl_conf)
+    # Digests only: the munge key itself never enters a bundle.
+    raw[SLURM], problem = build_slurm(munge_key, slurm_conf)
+    if problem:
+        problems[SLURM] = problem
     raw[CONDA] = build_conda_envs(conda_envs_dirs)
 
     if problems:

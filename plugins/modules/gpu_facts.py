@@ -46,6 +46,7 @@ description:
     C(names.json) [only with O(resolve): the node's resolver (C(getaddrinfo), as C(getent ahostsv4))
     for every name of O(resolve), and the node's own address];
     C(nccl.conf) [O(nccl_conf)];
+    C(slurm.json) [SHA-256 digests of O(munge_key) and O(slurm_conf), never the key itself];
     C(conda-envs.json) [built from the environments under O(conda_envs_dirs)];
     C(collect-errors.json) [C({file: message}) for every source that was there but failed]."
   - "C(net-interfaces.json) is C({name: {mtu, speed_mbps, state, virtual}}); C(speed_mbps) is null
@@ -113,6 +114,17 @@ options:
       - NCCL's configuration file. Facts keep only its SHA-256 and its C(KEY=VALUE) settings.
     type: path
     default: /etc/nccl.conf
+  munge_key:
+    description:
+      - munge's key. Facts keep only its SHA-256 (C(slurm.munge_key_sha256)), so that a node whose key
+        differs is found; the key never enters a bundle or the facts.
+    type: path
+    default: /etc/munge/munge.key
+  slurm_conf:
+    description:
+      - Slurm's configuration file. Facts keep only its SHA-256 (C(slurm.conf_sha256)).
+    type: path
+    default: /etc/slurm/slurm.conf
   resolve:
     description:
       - Host names to resolve on the node now, with its own resolver (C(/etc/hosts), then DNS, as
@@ -283,6 +295,12 @@ gpu_facts:
       description: C(present), C(sha256) of the file's bytes, C(settings) ({KEY, VALUE}).
       type: dict
       returned: always
+    slurm:
+      description: >-
+        C(present) (either file exists), C(munge_key_sha256) and C(conf_sha256): SHA-256 of the bytes of
+        O(munge_key) and O(slurm_conf), null for a file that is absent.
+      type: dict
+      returned: always
     packages:
       description: >-
         {name: version} of the installed packages named in O(packages).
@@ -344,6 +362,8 @@ def main():
             interfaces=dict(type="list", elements="str"),
             packages=dict(type="list", elements="str", default=[]),
             nccl_conf=dict(type="path", default="/etc/nccl.conf"),
+            munge_key=dict(type="path", default="/etc/munge/munge.key", no_log=False),
+            slurm_conf=dict(type="path", default="/etc/slurm/slurm.conf"),
             command_timeout=dict(type="int", default=60),
             resolve=dict(type="list", elements="str", default=[]),
             address=dict(type="str"),
@@ -369,6 +389,8 @@ def main():
             conda_envs_dirs=params["conda_envs_dirs"],
             interfaces=params["interfaces"],
             nccl_conf=params["nccl_conf"],
+            munge_key=params["munge_key"],
+            slurm_conf=params["slurm_conf"],
             timeout=params["command_timeout"],
             resolve=params["resolve"],
             address=params["address"],

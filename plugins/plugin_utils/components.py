@@ -32,6 +32,7 @@ cluster, as scalars (lists joined with ", "), named ``<section>.<field>``:
   turns them into one comparable ``net.names`` before the drift analysis;
 - ``rdma.<ca>.firmware``, ``rdma.<ca>.<port>.state|rate|link_layer``;
 - ``nccl_conf.sha256``;
+- ``slurm.munge_key_sha256``, ``slurm.conf_sha256`` (digests of the munge key and slurm.conf);
 - ``pkg.<name>`` for each package fact (or each name in ``packages``).
 
 Never UUIDs, serial numbers, PCI bus ids, GUIDs, LIDs or host names.
@@ -90,6 +91,7 @@ _SECTION_COMPONENTS = {
         "docker.nvidia_container_toolkit",
     ),
     "nccl_conf": ("nccl_conf.sha256",),
+    "slurm": ("slurm.munge_key_sha256", "slurm.conf_sha256"),
 }
 _CONDA_FIELDS = ("python", "torch", "deepspeed", "torch_cuda", "torch_nccl", "torch_cudnn", "packages_sha256",
                  "lock_sha256")
@@ -268,6 +270,10 @@ def components(gpu_facts, packages=None):
 
     if not error_of("nccl_conf"):
         put("nccl_conf.sha256", _section(facts, "nccl_conf").get("sha256"))
+    if not error_of("slurm"):
+        slurm = _section(facts, "slurm")
+        put("slurm.munge_key_sha256", slurm.get("munge_key_sha256"))
+        put("slurm.conf_sha256", slurm.get("conf_sha256"))
 
     pkgs = facts.get("packages") or {}
     if is_error(pkgs):
