@@ -76,8 +76,8 @@ def run(answers, task_vars, args=None):
 
 def test_a_lock_still_held_is_tried_retries_plus_one_times_then_fails_naming_lock_holder_node_and_variables():
     result, calls = run([HELD] * 3, {"apt_repo_lock_timeout": 5, "apt_repo_lock_retries": 2})
-    assert [name for name, _ in calls] == ["ansible.builtin.apt"] * 3
-    assert {args["lock_timeout"] for _, args in calls} == {5}
+    assert [call[0] for call in calls] == ["ansible.builtin.apt"] * 3
+    assert {call[1]["lock_timeout"] for call in calls} == {5}
     assert result["failed"] and "exception" not in result
     assert result["msg"].startswith(
         "The dpkg lock is held on ft2: /var/lib/dpkg/lock-frontend, held by process 4242 (python3). "
