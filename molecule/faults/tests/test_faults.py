@@ -57,7 +57,8 @@ def wait_for_ssh(address: str, tries: int = 60) -> None:
 
 
 def installed(host, package: str) -> bool:
-    return host.run(f"dpkg-query -W -f '${{Status}}' {package}").stdout == "install ok installed"
+    """Unpacked and configured; a held package's status reads "hold ok installed"."""
+    return host.run(f"dpkg-query -W -f '${{Status}}' {package}").stdout in ("install ok installed", "hold ok installed")
 
 
 # 1. A held package removed by force ----------------------------------------
