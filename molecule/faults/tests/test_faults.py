@@ -214,8 +214,10 @@ def moved_inventory(tmp_path):
         assert re.search(rf"^{re.escape(HOME_ADDRESS)} ft3$", node(n).file("/etc/hosts").content_string, re.M)
 
 
-def hosts_line(host, name: str) -> list[str]:
-    return [line for line in host.file("/etc/hosts").content_string.splitlines() if line.endswith(f" {name}")]
+def addresses(host, name: str) -> set[str]:
+    """Every address /etc/hosts gives the name: role base's line, and podman's own on the node itself."""
+    return {line.split()[0] for line in host.file("/etc/hosts").content_string.splitlines()
+            if name in line.split("#")[0].split()[1:]}
 
 
 def test_a_node_stopped_mid_converge_is_named_the_others_finish_and_its_new_address_reaches_every_node(
@@ -246,11 +248,12 @@ def test_a_node_stopped_mid_converge_is_named_the_others_finish_and_its_new_addr
     podman("network", "connect", "--ip", MOVED_ADDRESS, NETWORK, "ft3")
     podman("start", "ft3")
     wait_for_ssh(MOVED_ADDRESS)
-    assert hosts_line(node("ft1"), "ft3") == [f"{HOME_ADDRESS} ft3"]
+    assert addresses(node("ft1"), "ft3") == {HOME_ADDRESS}
 
     fixed = ansible_playbook(CONVERGE, inventory=moved_inventory)
     assert fixed.returncode == 0, fixed.output[-3000:]
     for host in (node("ft1"), node("ft2"), at(MOVED_ADDRESS)):
-        assert hosts_line(host, "ft3") == [f"{MOVED_ADDRESS} ft3"]
+        assert addresses(host, "ft3") == {MOVED_ADDRESS}
+        assert f"{MOVED_ADDRESS} ft3" in host.file("/etc/hosts").content_string.splitlines()
     verify = ansible_playbook("playbooks/verify.yml", inventory=moved_inventory)
     assert verify.returncode == 0, verify.output[-3000:]
