@@ -1,0 +1,110 @@
+# -*- coding: utf-8 -*-
+# Copyright: Lockstep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin lockstep.gpu.apt: ansible.builtin.apt that waits for the dpkg lock.
+
+Every apt task of the roles runs through it. It passes its arguments to
+ansible.builtin.apt with ``lock_timeout`` set from ``apt_repo_lock_timeout``
+(the variable of the internal role apt_repo, the building block for apt),
+runs it again up to ``apt_repo_lock_retries`` times while another process
+holds the dpkg or apt lock (unattended-upgrades at first boot), and then
+fails saying which lock is held, by which process, on which node, and which
+variables to raise.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+display = Display()
+
+# The role whose defaults declare the settings: roles/apt_repo beside plugins/.
+DEFAULTS = Path(__file__).resolve().parents[2] / "roles" / "apt_repo" / "defaults" / "main.yml"
+SETTINGS = ("apt_repo_lock_timeout", "apt_repo_lock_retries")
+
+# What apt-get and python-apt say when a lock is held.
+LOCK_HELD = re.compile(
+    r"Could not get lock|Unable to acquire the dpkg frontend lock|Unable to lock (?:the )?(?:administration )?directory"
+    r"|Failed to lock apt for exclusive operation"
+)
+HOLDER = re.compile(r"Could not get lock (?P<path>/\S+?)\.? It is held by process (?P<pid>\d+)(?: \((?P<name>[^)]*)\))?")
+LOCK_PATH = re.compile(r"Could not get lock (?P<path>/\S+?)[.\s]")
+
+
+def lock_held(result: dict) -> bool:
+    """Did apt fail because another process holds the dpkg or apt lock?"""
+    return bool(result.get("failed")) and bool(LOCK_HELD.search(_text(result)))
+
+
+def lock_holder(result: dict) -> str:
+    """'/var/lib/dpkg/lock-frontend, held by process 123 (unattended-upgr)', as far as apt tells."""
+    text = _text(result)
+    found = HOLDER.search(text)
+    if found:
+        name = f" ({found['name']})" if found["name"] else ""
+        return f"{found['path']}, held by process {found['pid']}{name}"
+    found = LOCK_PATH.search(text)
+    return found["path"] if found else "apt did not name the lock or its holder"
+
+
+def _text(result: dict) -> str:
+    return " ".join(str(result.get(key) or "") for key in ("msg", "stderr", "stdout"))
+
+
+def check_setting(name: str, value) -> int:
+    """The setting as a whole number >= 0, or ValueError naming it, its value and what it takes."""
+    if isinstance(value, bool) or not re.fullmatch(r"\d+", str(value).strip()):
+        raise ValueError(f"{name} is {value!r}: it takes a whole number of seconds >= 0"
+                         if name.endswith("timeout") else f"{name} is {value!r}: it takes a whole number >= 0")
+    return int(str(value).strip())
+
+
+class ActionModule(ActionBase):
+    """Run ansible.builtin.apt, waiting for the dpkg lock a bounded number of times."""
+
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def _settings(self, task_vars: dict) -> tuple[int, int]:
+        defaults = yaml.safe_load(DEFAULTS.read_text(encoding="utf-8")) if DEFAULTS.is_file() else {}
+        values = []
+        for name in SETTINGS:
+            value = task_vars[name] if name in task_vars else defaults.get(name)
+            values.append(check_setting(name, self._templar.template(value)))
+        return values[0], values[1]
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        try:
+            timeout, retries = self._settings(task_vars)
+        except ValueError as error:
+            result.update(failed=True, msg=str(error))
+            return result
+        args = dict(self._task.args)
+        args.setdefault("lock_timeout", timeout)
+        waited = args["lock_timeout"]
+        host = task_vars.get("inventory_hostname", "this node")
+        for attempt in range(1, retries + 2):
+            outcome = self._execute_module(module_name="ansible.builtin.apt", module_args=args, task_vars=task_vars)
+            if not lock_held(outcome) or attempt > retries:
+                break
+            display.warning(f"{host}: {lock_holder(outcome)}; apt waited {waited} s for the dpkg lock, "
+                            f"trying again ({attempt} of apt_repo_lock_retries={retries} retries)")
+        result.update(outcome)
+        if lock_held(outcome):
+            # apt's own error (ansible-core 2.19 prints it as the task's error) gives way to this message.
+            result.pop("exception", None)
+            result["msg"] = (
+                f"The dpkg lock is held on {host}: {lock_holder(outcome)}. apt waited {waited} s for it "
+                f"{retries + 1} time(s). Let that process finish (or stop it), or raise apt_repo_lock_timeout "
+                f"(now {timeout}, seconds) or apt_repo_lock_retries (now {retries}) in the inventory. "
+                f"apt said: {outcome.get('msg', '')}"
+            )
+        return result
