@@ -71,7 +71,7 @@ def test_parse_refuses_what_the_collector_never_writes(text, message):
 
 def test_facts_and_components_carry_the_digests(files):
     raw = empty_raw()
-    raw[SLURM], _ = build_slurm(*files)
+    raw[SLURM] = build_slurm(*files)[0]
     facts = analyse(raw)
     assert facts["slurm"] == {"present": True, "munge_key_sha256": hashlib.sha256(KEY).hexdigest(),
                               "conf_sha256": hashlib.sha256(CONF).hexdigest()}
