@@ -329,6 +329,7 @@ def test_filter_module_exposes_filters():
         "drift_line",
         "drift_changes",
         "name_check",
+        "torch_check",
     }
 
 
