@@ -171,8 +171,8 @@ CASES = [
     ("conda-without-lock", "conda_environments: [{name: train, python: '3.11'}]",
      ["conda_lock_file", "conda-lock.yml does not exist: solve the environments first"]),
     # --- preflight ----------------------------------------------------------------------------
-    ("preflight-unknown-role", "preflight_roles: [base, slurm]",
-     ["preflight_roles", "slurm"]),
+    ("preflight-unknown-role", "preflight_roles: [base, gpustack]",
+     ["preflight_roles", "gpustack"]),
 ]
 
 
