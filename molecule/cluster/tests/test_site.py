@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ansible_playbook
+from conftest import ansible_playbook, node
 
 NODES = ("dp1", "dp2", "dp3")
 
@@ -56,3 +56,27 @@ def test_verify_reports_the_declared_gpu_stack_on_every_node(report, hostvars):
         assert by_component[component]["expected"] == value, component
         assert by_component[component]["source"] == "declared", component
         assert by_component[component]["deviating_hosts"] == [], component
+
+
+def test_slurm_has_every_node_idle_in_the_default_partition():
+    """site.yml ends with Slurm: slurmctld on dp1 (the head), slurmd on all three (the head computes),
+    every node idle in the demo inventory's default partition batch, as sinfo on the controller reads it."""
+    head = node("dp1")
+    assert head.service("slurmctld").is_running
+    states = dict(line.split() for line in
+                  head.check_output("sinfo --noheader --Node --partition batch --format '%N %T'").splitlines())
+    assert states == dict.fromkeys(NODES, "idle"), states
+    assert "Default=YES" in head.check_output("scontrol show partition batch")
+    for name in NODES:
+        assert node(name).service("slurmd").is_running, name
+    assert not node("dp2").service("slurmctld").is_running
+
+
+def test_verify_reports_one_slurm_configuration_and_munge_key(report):
+    """slurm.conf and the munge key are one file on every node (their digests, never the key)."""
+    by_component = report["by_component"]
+    conf = node("dp1").check_output("sha256sum /etc/slurm/slurm.conf").split()[0]
+    assert by_component["slurm.conf_sha256"]["expected"] == conf
+    for component in ("slurm.conf_sha256", "slurm.munge_key_sha256"):
+        values = by_component[component]["values"]
+        assert len(values) == 1 and sorted(values[0]["hosts"]) == list(NODES), (component, values)
