@@ -4,7 +4,6 @@ failure, the atomic write, the subprocess runner)."""
 
 from __future__ import annotations
 
-import os
 import re
 import stat
 import sys
