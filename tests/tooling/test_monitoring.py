@@ -143,3 +143,49 @@ def test_the_copied_code_runs_without_ansible(tmp_path):
     checked = subprocess.run([promtool(), "check", "metrics"], input=text, capture_output=True, text=True,
                              check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+# --- preflight --------------------------------------------------------------------------------------------------
+
+LOCAL_INVENTORY = {"all": {"children": {"cluster": {"children": {
+    "head": {"hosts": {"ctl": {"ansible_connection": "local", "ansible_become": False,
+                               "ansible_python_interpreter": sys.executable}}},
+    "workers": {"hosts": {}}}}}}}
+
+
+def preflight(tmp_path: Path, extra: dict) -> tuple:
+    """playbooks/preflight.yml (it only reads) for role monitoring, on this machine as the one node."""
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(LOCAL_INVENTORY))
+    (tmp_path / "vars.yml").write_text(yaml.safe_dump({"preflight_roles": ["monitoring"], **extra}))
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CACHE_PLUGIN="memory", ANSIBLE_STDOUT_CALLBACK="default",
+               ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_DEPRECATION_WARNINGS="False")
+    done = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"),
+                           "playbooks/preflight.yml", "-e", f"@{tmp_path / 'vars.yml'}"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    return done.returncode, " ".join((done.stdout + done.stderr).split())
+
+
+def test_the_preflight_passes_the_defaults(tmp_path):
+    rc, output = preflight(tmp_path, {})
+    assert rc == 0, output[-3000:]
+    assert "Refuse a port that is not a TCP port" in output
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"monitoring_prometheus_port": 70000},
+     "monitoring_prometheus_port is '70000': it must be a port number, a whole number from 1 to 65535."),
+    ({"monitoring_node_exporter_port": 0},
+     "monitoring_node_exporter_port is '0': it must be a port number"),
+    ({"monitoring_scrape_interval": "15 seconds"},
+     "monitoring_scrape_interval is '15 seconds': it must be a Prometheus duration, a number and a unit"),
+    ({"monitoring_prometheus_retention": "forever"},
+     "monitoring_prometheus_retention is 'forever': it must be a Prometheus duration"),
+    ({"monitoring_server_group": "monitors"},
+     "monitoring_server_group 'monitors' has no node in the inventory"),
+    ({"monitoring_lockstep_interval_minutes": 20},
+     "monitoring_lockstep_interval_minutes is '20' and monitoring_lockstep_stale_minutes '15'"),
+])
+def test_the_preflight_refuses_bad_values_naming_them(tmp_path, extra, message):
+    rc, output = preflight(tmp_path, extra)
+    assert rc != 0
+    assert message in output, output[-3000:]
