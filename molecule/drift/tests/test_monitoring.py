@@ -90,7 +90,13 @@ def test_every_node_exporter_is_a_target_and_up():
         n: f"http://{ADDRESSES[n]}:9100/metrics" for n in NODES}
 
 
-def test_every_node_reports_its_components():
+def test_every_node_collects_on_a_timer_and_reports_its_components():
+    for n in NODES:
+        timer = node(n).service("lockstep-exporter.timer")
+        assert timer.is_enabled and timer.is_running, n
+    # The tests before this one changed dr3's package and put it back: collect now rather than wait for the timer.
+    for n in NODES:
+        collect_now(n)
     packages = {n: node(n).check_output("dpkg-query -W -f '${Version}' libnccl2") for n in NODES}
     assert packages == dict.fromkeys(NODES, GOOD)
     assert wait_for("nccl.package of every node", lambda: component("nccl.package") == packages)
