@@ -58,7 +58,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ansible.errors import AnsibleFilterError
+try:
+    from ansible.errors import AnsibleFilterError
+except ImportError:  # on a node without Ansible: Lockstep's exporter (plugin_utils/exporter.py)
+    class AnsibleFilterError(ValueError):
+        """What the filter raises on input it cannot flatten."""
 
 _SECTION_COMPONENTS = {
     "os": ("os.release", "os.kernel"),

@@ -1,0 +1,147 @@
+"""Role monitoring on the live three-node cluster (playbooks/monitoring.yml).
+
+Prometheus runs on dr1 and is asked through its HTTP API, from the
+controller, as an admin's dashboard would: every node's exporter is a target
+and up, every node reports lockstep_component_info, and when one node's NCCL
+package changes and its exporter runs (systemctl start, not waiting for the
+timer), LockstepDrift becomes pending or firing for nccl.package. The
+scenario's inventory sets 5 s scrape and evaluation intervals; waits are
+bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+import yaml
+from conftest import node
+
+NODES = ("dr1", "dr2", "dr3")
+GOOD, OLD = "2.18.3-1+cuda12.1", "2.18.1-1+cuda12.1"
+with open(os.environ["MOLECULE_FILE"], encoding="utf-8") as _handle:
+    ADDRESSES = {p["name"]: p["ip"] for p in yaml.safe_load(_handle)["platforms"]}
+PROMETHEUS = f"http://{ADDRESSES['dr1']}:9090"
+WAIT = 120  # seconds, at most, for Prometheus to see what a node wrote
+
+
+def api(path: str, **params) -> dict:
+    url = f"{PROMETHEUS}/api/v1/{path}" + (f"?{urllib.parse.urlencode(params)}" if params else "")
+    with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - the test node's address
+        answer = json.load(response)
+    assert answer["status"] == "success", answer
+    return answer["data"]
+
+
+def wait_for(what, check):
+    """check() until it returns something true, at most WAIT seconds; fail naming what was awaited."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        found = check()
+        if found or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert found, f"Prometheus on dr1 did not show {what} within {WAIT} s"
+    return found
+
+
+def node_targets() -> dict:
+    return {t["labels"]["instance"]: t for t in api("targets", state="active")["activeTargets"]
+            if t["labels"]["job"] == "node"}
+
+
+def component(name: str) -> dict:
+    """{instance: value} of lockstep_component_info for one component."""
+    result = api("query", query=f'lockstep_component_info{{component="{name}"}}')["result"]
+    return {r["metric"]["instance"]: r["metric"]["value"] for r in result}
+
+
+def drift_alerts() -> list:
+    return [a for a in api("alerts")["alerts"] if a["labels"]["alertname"] == "LockstepDrift"]
+
+
+def collect_now(name: str) -> None:
+    node(name).check_output("systemctl start lockstep-exporter.service")
+
+
+def test_prometheus_runs_the_declared_settings():
+    flags = api("status/flags")
+    assert flags["web.listen-address"] == "0.0.0.0:9090"
+    assert flags["storage.tsdb.retention.time"] == "15d"
+    config = yaml.safe_load(api("status/config")["yaml"])
+    assert config["global"]["scrape_interval"] == "5s" and config["global"]["evaluation_interval"] == "5s"
+    rules = {r["name"]: r for g in api("rules")["groups"] for r in g["rules"]}
+    assert set(rules) == {"LockstepDrift", "LockstepStale"}
+    assert rules["LockstepStale"]["query"] == "time() - lockstep_collection_timestamp_seconds > 900"
+    assert rules["LockstepDrift"]["duration"] == 10 and rules["LockstepDrift"]["health"] == "ok"
+
+
+def test_every_node_exporter_is_a_target_and_up():
+    def all_up():
+        targets = node_targets()
+        return targets if set(targets) == set(NODES) and all(t["health"] == "up" for t in targets.values()) else None
+
+    targets = wait_for("every node exporter up", all_up)
+    assert {n: t["scrapeUrl"] for n, t in targets.items()} == {
+        n: f"http://{ADDRESSES[n]}:9100/metrics" for n in NODES}
+
+
+def test_every_node_collects_on_a_timer_and_reports_its_components():
+    for n in NODES:
+        timer = node(n).service("lockstep-exporter.timer")
+        assert timer.is_enabled and timer.is_running, n
+    # The tests before this one changed dr3's package and put it back: collect now rather than wait for the timer.
+    for n in NODES:
+        collect_now(n)
+    packages = {n: node(n).check_output("dpkg-query -W -f '${Version}' libnccl2") for n in NODES}
+    assert packages == dict.fromkeys(NODES, GOOD)
+    assert wait_for("nccl.package of every node", lambda: component("nccl.package") == packages)
+    assert component("os.release") == dict.fromkeys(NODES, "Debian 12")
+    success = api("query", query="lockstep_collection_success")["result"]
+    assert {r["metric"]["instance"]: r["value"][1] for r in success} == dict.fromkeys(NODES, "1")
+    # Collected recently (the handler and the timer), by the node's own clock.
+    age = api("query", query="time() - lockstep_collection_timestamp_seconds")["result"]
+    assert {r["metric"]["instance"] for r in age} == set(NODES)
+    assert all(0 <= float(r["value"][1]) < 15 * 60 for r in age)
+    # The node's textfile is what node exporter serves.
+    textfile = node("dr2").file("/var/lib/prometheus/node-exporter/lockstep.prom")
+    assert textfile.mode == 0o644
+    assert f'lockstep_component_info{{component="nccl.package",value="{GOOD}"}} 1' in textfile.content_string
+
+
+def install_nccl(name: str, version: str) -> None:
+    node(name).check_output(f"dpkg -i /var/tmp/lockstep-standin/libnccl2_{version}.deb")
+
+
+@pytest.fixture
+def identical_nodes_collected():
+    """Every node collected now, on 2.18.3, and no drift alert; dr3 put back afterwards whatever happens."""
+    for n in NODES:
+        collect_now(n)
+    wait_for("no LockstepDrift on identical nodes",
+             lambda: component("nccl.package") == dict.fromkeys(NODES, GOOD) and not drift_alerts())
+    yield
+    install_nccl("dr3", GOOD)
+    collect_now("dr3")
+
+
+def test_a_package_changed_on_one_node_raises_lockstep_drift_until_it_is_put_back(identical_nodes_collected):
+    install_nccl("dr3", OLD)
+    collect_now("dr3")
+    values = wait_for("dr3's new NCCL package",
+                      lambda: (lambda found: found if found.get("dr3") == OLD else None)(component("nccl.package")))
+    assert values == {"dr1": GOOD, "dr2": GOOD, "dr3": OLD}
+    alerts = wait_for("LockstepDrift pending or firing", drift_alerts)
+    assert [(a["labels"]["component"], a["state"] in ("pending", "firing")) for a in alerts] == [
+        ("nccl.package", True)]
+    assert alerts[0]["annotations"]["summary"] == "Nodes differ in nccl.package"
+    assert alerts[0]["annotations"]["description"].startswith("nccl.package has 2 different values across the nodes")
+    # Put back and collected: the alert goes away.
+    install_nccl("dr3", GOOD)
+    collect_now("dr3")
+    assert wait_for("LockstepDrift resolved",
+                    lambda: component("nccl.package") == dict.fromkeys(NODES, GOOD) and not drift_alerts())
