@@ -349,8 +349,8 @@ def slurm_section(src):
 
 def storage_section(src):
     storage = src.parse(STORAGE, parse_storage)
-    return src.failed([STORAGE]) or dict(storage or {"mounts": {}, "exports": [], "server_running": False},
-                                          present=storage is not None)
+    found = storage or {"mounts": {}, "exports": [], "server_running": False}
+    return src.failed([STORAGE]) or dict(found, present=storage is not None)
 
 
 def packages_section(src, pkgs, packages):
