@@ -66,9 +66,9 @@ def kernel_exports(text: str) -> list:
         if not line:
             continue
         if line.startswith('"'):
-            path, _, rest = line[1:].partition('"')
+            path, _sep, rest = line[1:].partition('"')
         else:
-            path, _, rest = line.partition(" ")
+            path, _sep, rest = line.partition(" ")
         clients = sorted(re.sub(r"\(.*?\)", "", item) or "*" for item in rest.split())
         found.append({"path": path, "server": KERNEL_SERVER, "clients": clients})
     return found

@@ -96,7 +96,7 @@ def test_client_node_configured_and_mounted(tmp_path):
 
 
 def test_server_export_is_a_fact_not_a_component(tmp_path):
-    text, _ = build_storage(**files(tmp_path, ganesha=GANESHA), running=lambda: True)
+    text = build_storage(**files(tmp_path, ganesha=GANESHA), running=lambda: True)[0]
     facts = analyse(dict(empty_raw(), **{STORAGE: text}))
     assert facts["storage"]["exports"][0]["server"] == "nfs-ganesha"
     assert facts["storage"]["server_running"] is True
