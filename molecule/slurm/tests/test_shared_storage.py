@@ -108,8 +108,10 @@ def test_kernel_mount_fails_naming_server_and_export():
 
 def gpu_facts(name: str) -> dict:
     inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
+    # Plain one-line output (molecule's verifier forces colours on).
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
     out = subprocess.run(["ansible", name, "-i", inventory, "-m", "lockstep.gpu.gpu_facts", "-o"],
-                         capture_output=True, text=True, check=True).stdout
+                         capture_output=True, text=True, check=True, env=env).stdout
     return json.loads(out.split(" => ", 1)[1])["ansible_facts"]["gpu_facts"]
 
 
