@@ -38,6 +38,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import (
     PTXAS,
     RPM,
     SLURM,
+    STORAGE,
     UNAME,
     printable,
 )
@@ -54,6 +55,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.nvidia import (
 from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
 from ansible_collections.lockstep.gpu.plugins.module_utils.rdma import parse_ibstat
 from ansible_collections.lockstep.gpu.plugins.module_utils.slurm import parse_slurm
+from ansible_collections.lockstep.gpu.plugins.module_utils.storage import parse_storage
 from ansible_collections.lockstep.gpu.plugins.module_utils.system import (
     parse_collect_errors,
     parse_containerd_version,
@@ -345,6 +347,12 @@ def slurm_section(src):
     }
 
 
+def storage_section(src):
+    storage = src.parse(STORAGE, parse_storage)
+    found = storage or {"mounts": {}, "exports": [], "server_running": False}
+    return src.failed([STORAGE]) or dict(found, present=storage is not None)
+
+
 def packages_section(src, pkgs, packages):
     wanted = {}
     for item in packages or ():
@@ -377,6 +385,7 @@ def analyse(raw: dict, packages=()) -> dict:
         "network": network_section(src),
         "nccl_conf": nccl_conf_section(src),
         "slurm": slurm_section(src),
+        "storage": storage_section(src),
         "packages": packages_section(src, pkgs, packages),
     }
     facts["errors"] = dict(sorted(src.errors.items()))

@@ -46,6 +46,7 @@ NET = "net-interfaces.json"
 NAMES = "names.json"
 NCCL_CONF = "nccl.conf"
 SLURM = "slurm.json"
+STORAGE = "storage.json"
 CONDA = "conda-envs.json"
 COLLECT_ERRORS = "collect-errors.json"
 
@@ -70,6 +71,7 @@ BUNDLE_FILES = (
     NAMES,
     NCCL_CONF,
     SLURM,
+    STORAGE,
     CONDA,
     COLLECT_ERRORS,
 )

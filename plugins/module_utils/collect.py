@@ -43,6 +43,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import (
     RPM,
     RPM_FORMAT,
     SLURM,
+    STORAGE,
     UNAME,
     empty_raw,
     read_file,
@@ -51,6 +52,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import (
 from ansible_collections.lockstep.gpu.plugins.module_utils.conda import build_conda_envs
 from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import int_or_none
 from ansible_collections.lockstep.gpu.plugins.module_utils.slurm import MUNGE_KEY, SLURM_CONF, build_slurm
+from ansible_collections.lockstep.gpu.plugins.module_utils.storage import build_storage
 from ansible_collections.lockstep.gpu.plugins.module_utils.system import drop_stale_ldconfig
 
 #: Where the live collector looks; tests point these elsewhere.
@@ -195,6 +197,9 @@ def collect_live(
     raw[SLURM], problem = build_slurm(munge_key, slurm_conf)
     if problem:
         problems[SLURM] = problem
+    raw[STORAGE], problem = build_storage(**where.get("storage", {}))
+    if problem:
+        problems[STORAGE] = problem
     raw[CONDA] = build_conda_envs(conda_envs_dirs)
 
     if problems:

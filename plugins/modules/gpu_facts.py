@@ -47,6 +47,7 @@ description:
     for every name of O(resolve), and the node's own address];
     C(nccl.conf) [O(nccl_conf)];
     C(slurm.json) [SHA-256 digests of O(munge_key) and O(slurm_conf), never the key itself];
+    C(storage.json) [the NFS entries of C(/etc/fstab) and C(/proc/self/mounts), the NFS exports, whether an NFS server runs];
     C(conda-envs.json) [built from the environments under O(conda_envs_dirs)];
     C(collect-errors.json) [C({file: message}) for every source that was there but failed]."
   - "C(net-interfaces.json) is C({name: {mtu, speed_mbps, state, virtual}}); C(speed_mbps) is null
@@ -299,6 +300,15 @@ gpu_facts:
       description: >-
         C(present) (either file exists), C(munge_key_sha256) and C(conf_sha256): SHA-256 of the bytes of
         O(munge_key) and O(slurm_conf), null for a file that is absent.
+      type: dict
+      returned: always
+    storage:
+      description: >-
+        NFS shared storage (C(storage.json)): C(present), C(mounts) ({mount point: {fstab, mounted}}, each
+        null or {source, fstype, options}: the NFS entry of C(/etc/fstab) and the live mount of
+        C(/proc/self/mounts)), C(exports) ([{path, server, clients}] from C(/etc/exports),
+        C(/etc/exports.d/*.exports) and nfs-ganesha's C(/etc/ganesha/ganesha.conf); server
+        C(nfs-kernel-server) or C(nfs-ganesha)) and C(server_running) (an nfsd or ganesha.nfsd process runs).
       type: dict
       returned: always
     packages:

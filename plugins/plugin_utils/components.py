@@ -33,6 +33,8 @@ cluster, as scalars (lists joined with ", "), named ``<section>.<field>``:
 - ``rdma.<ca>.firmware``, ``rdma.<ca>.<port>.state|rate|link_layer``;
 - ``nccl_conf.sha256``;
 - ``slurm.munge_key_sha256``, ``slurm.conf_sha256`` (digests of the munge key and slurm.conf);
+- ``storage.<mount point>.mounted|fstype|server|fstab`` for each NFS mount
+  point in /etc/fstab or /proc/self/mounts (module_utils/storage.py);
 - ``pkg.<name>`` for each package fact (or each name in ``packages``).
 
 Never UUIDs, serial numbers, PCI bus ids, GUIDs, LIDs or host names.
@@ -63,6 +65,7 @@ try:
 except ImportError:  # on a node without Ansible: Lockstep's exporter (plugin_utils/exporter.py)
     class AnsibleFilterError(ValueError):
         """What the filter raises on input it cannot flatten."""
+from ansible_collections.lockstep.gpu.plugins.module_utils.storage import storage_components
 
 _SECTION_COMPONENTS = {
     "os": ("os.release", "os.kernel"),
@@ -278,6 +281,12 @@ def components(gpu_facts, packages=None):
         slurm = _section(facts, "slurm")
         put("slurm.munge_key_sha256", slurm.get("munge_key_sha256"))
         put("slurm.conf_sha256", slurm.get("conf_sha256"))
+    storage = facts.get("storage")
+    if is_error(storage):
+        out["storage"] = {"error": str(storage["error"])}
+    elif storage:
+        for name, value in storage_components(_section(facts, "storage")).items():
+            put(name, value)
 
     pkgs = facts.get("packages") or {}
     if is_error(pkgs):

@@ -8,6 +8,7 @@ the role's own playbook before they end, and check it is back.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -107,19 +108,40 @@ def test_slurmd_stopped_is_named_by_the_check_then_back_idle():
     assert ansible_playbook("playbooks/slurm_check.yml").returncode == 0
 
 
-@pytest.mark.parametrize("extra, message", [
-    ({"slurm_partitions": [{"name": "gpu", "nodes": ["sl1", "sl9"], "default": True}]},
+# A fourth worker, sl4, that no node can resolve: the same container as sl3
+# (Ansible reaches it at sl3's address), a name in no /etc/hosts or DNS.
+UNRESOLVABLE = {"all": {"children": {"cluster": {"children": {"workers": {"hosts": {"sl4": {
+    "ansible_host": "10.231.9.13", "ansible_user": "root",
+    "ansible_ssh_private_key_file": "${LOCKSTEP_SSH_KEY}",
+    "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+}}}}}}}}
+
+
+@pytest.mark.parametrize("playbook, play, extra, inventory, message", [
+    ("slurm", "Slurm on every cluster node",
+     {"slurm_partitions": [{"name": "gpu", "nodes": ["sl1", "sl9"], "default": True}]}, None,
      "slurm_partitions: partition 'gpu' with nodes ['sl1', 'sl9']: names sl9, not a compute node of the inventory"),
-    ({"slurm_real_memory": -512},
+    ("slurm", "Slurm on every cluster node", {"slurm_real_memory": -512}, None,
      "slurm_real_memory of sl1 is '-512': it must be a whole number of MiB, 1 or more"),
+    ("slurm", "Slurm on every cluster node", {}, UNRESOLVABLE,
+     "sl1 cannot resolve sl4 (getent hosts): Slurm reaches its nodes by their inventory names"),
+    ("shared_storage", "Shared storage on every cluster node", {"shared_storage_path": "shared"}, None,
+     "shared_storage_path is 'shared': it must be an absolute path without spaces"),
 ])
-def test_bad_inputs_fail_in_the_preflight_and_change_nothing(tmp_path, extra, message):
-    before = {name: sha256(name, "/etc/slurm/slurm.conf") for name in NODES}
+def test_bad_inputs_fail_in_the_preflight_and_change_nothing(tmp_path, playbook, play, extra, inventory, message):
+    watched = ("/etc/slurm/slurm.conf", "/etc/fstab")
+    before = {(name, path): sha256(name, path) for name in NODES for path in watched}
     (tmp_path / "vars.json").write_text(json.dumps(extra))
-    result = ansible_playbook("playbooks/slurm.yml", "-e", f"@{tmp_path / 'vars.json'}")
+    args = ["-e", f"@{tmp_path / 'vars.json'}"]
+    if inventory:
+        extra_hosts = tmp_path / "extra_hosts.yml"
+        extra_hosts.write_text(os.path.expandvars(yaml.safe_dump(inventory)))
+        args += ["-i", str(extra_hosts)]
+    result = ansible_playbook(f"playbooks/{playbook}.yml", *args)
     assert result.returncode != 0
     assert message in result.output, result.output
     assert "Check the whole inventory before any node changes" in result.output
-    assert "Slurm on every cluster node" not in result.output
-    assert recap(result.output) == dict.fromkeys(NODES, 0), result.output
-    assert before == {name: sha256(name, "/etc/slurm/slurm.conf") for name in NODES}
+    assert play not in result.output
+    hosts = NODES + (("sl4",) if inventory else ())
+    assert recap(result.output) == dict.fromkeys(hosts, 0), result.output
+    assert before == {(name, path): sha256(name, path) for name in NODES for path in watched}
