@@ -2,7 +2,8 @@
 # Copyright: Lockstep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the network role: lockstep.gpu.net_links, net_link_facts,
-net_sysctl_plan, ibstat, net_rdma (cross-node logic in plugin_utils/network.py,
+net_sysctl_plan, ibstat, net_rdma, and node_addresses, the one rule every role
+uses for a node's cluster address (cross-node logic in plugin_utils/network.py,
 parsers in module_utils/rdma.py). Each filter's documentation is the YAML file
 of its name beside this one."""
 
@@ -61,6 +62,25 @@ def net_rdma(nodes, min_rate_gbps=0):
     return network.rdma_problems(dict(nodes), float(min_rate_gbps or 0))
 
 
+def node_addresses(nodes, hostvars):
+    """Inventory names -> ``{name: address}``, each node's cluster address.
+
+    A node's ``base_node_address`` where it is set, else the IPv4 address of
+    its default route from its facts (``ansible_facts.default_ipv4``), else
+    ``""`` (no facts, no route): callers decide what a missing one means.
+    """
+    addresses = {}
+    for name in nodes or []:
+        node = hostvars[name] if name in hostvars else {}
+        declared = node.get("base_node_address")
+        if declared:
+            addresses[name] = str(declared)
+            continue
+        route = ((node.get("ansible_facts") or {}).get("default_ipv4") or {}).get("address")
+        addresses[name] = str(route) if route else ""
+    return addresses
+
+
 class FilterModule:
     """Link and RDMA checks across nodes, sysctl planning."""
 
@@ -71,4 +91,5 @@ class FilterModule:
             "net_sysctl_plan": net_sysctl_plan,
             "ibstat": ibstat,
             "net_rdma": net_rdma,
+            "node_addresses": node_addresses,
         }

@@ -12,7 +12,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.network import link_problems, rdma_problems
 from ansible_collections.lockstep.gpu.plugins.module_utils.rdma import parse_ibstat
-from ansible_collections.lockstep.gpu.plugins.filter.network import ibstat, net_links, net_rdma
+from ansible_collections.lockstep.gpu.plugins.filter.network import ibstat, net_links, net_rdma, node_addresses
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -142,3 +142,15 @@ def test_link_facts_of_ansible_interfaces():
         "eth1": {"mtu": 9000, "speed_mbps": None},
         "eth9": None,
     }
+
+
+def test_node_addresses_declared_else_default_route_else_empty():
+    hostvars = {
+        "dp1": {"base_node_address": "192.168.50.11",
+                "ansible_facts": {"default_ipv4": {"address": "10.0.0.11"}}},
+        "dp2": {"ansible_facts": {"default_ipv4": {"address": "10.0.0.12"}}},
+        "dp3": {"ansible_facts": {"default_ipv4": {}}},
+        "dp4": {"base_node_address": ""},
+    }
+    assert node_addresses(["dp2", "dp1", "dp3", "dp4", "dp5"], hostvars) == {
+        "dp2": "10.0.0.12", "dp1": "192.168.50.11", "dp3": "", "dp4": "", "dp5": ""}
