@@ -127,9 +127,11 @@ UNRESOLVABLE = {"all": {"children": {"cluster": {"children": {"workers": {"hosts
      "sl1 cannot resolve sl4 (getent hosts): Slurm reaches its nodes by their inventory names"),
     ("shared_storage", "Shared storage on every cluster node", {"shared_storage_path": "shared"}, None,
      "shared_storage_path is 'shared': it must be an absolute path without spaces"),
+    ("firewall", "The firewall on every cluster node", {"firewall_extra_ports": [{"port": 70000}]}, None,
+     "each entry needs port (1-65535, or a range first-last), proto tcp or udp"),
 ])
 def test_bad_inputs_fail_in_the_preflight_and_change_nothing(tmp_path, playbook, play, extra, inventory, message):
-    watched = ("/etc/slurm/slurm.conf", "/etc/fstab")
+    watched = ("/etc/slurm/slurm.conf", "/etc/fstab", "/etc/nftables.conf")
     before = {(name, path): sha256(name, path) for name in NODES for path in watched}
     (tmp_path / "vars.json").write_text(json.dumps(extra))
     args = ["-e", f"@{tmp_path / 'vars.json'}"]
