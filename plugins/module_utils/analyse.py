@@ -24,6 +24,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import (
     CUDA_VERSION_FILE,
     DOCKER,
     DPKG,
+    GPUSTACK,
     IBSTAT,
     LDCONFIG,
     NCCL_CONF,
@@ -43,6 +44,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import (
     printable,
 )
 from ansible_collections.lockstep.gpu.plugins.module_utils.conda import parse_conda_envs
+from ansible_collections.lockstep.gpu.plugins.module_utils.gpustack import parse_gpustack
 from ansible_collections.lockstep.gpu.plugins.module_utils.nccl import parse_nccl_header
 from ansible_collections.lockstep.gpu.plugins.module_utils.nccl_conf import parse_nccl_conf
 from ansible_collections.lockstep.gpu.plugins.module_utils.nvidia import (
@@ -347,6 +349,15 @@ def slurm_section(src):
     }
 
 
+def gpustack_section(src):
+    gpustack = src.parse(GPUSTACK, parse_gpustack)
+    return src.failed([GPUSTACK]) or {
+        "present": gpustack is not None,
+        "version": gpustack["version"] if gpustack else None,
+        "venv": gpustack["venv"] if gpustack else None,
+    }
+
+
 def storage_section(src):
     storage = src.parse(STORAGE, parse_storage)
     found = storage or {"mounts": {}, "exports": [], "server_running": False}
@@ -386,6 +397,7 @@ def analyse(raw: dict, packages=()) -> dict:
         "nccl_conf": nccl_conf_section(src),
         "slurm": slurm_section(src),
         "storage": storage_section(src),
+        "gpustack": gpustack_section(src),
         "packages": packages_section(src, pkgs, packages),
     }
     facts["errors"] = dict(sorted(src.errors.items()))

@@ -47,6 +47,7 @@ NAMES = "names.json"
 NCCL_CONF = "nccl.conf"
 SLURM = "slurm.json"
 STORAGE = "storage.json"
+GPUSTACK = "gpustack.json"
 CONDA = "conda-envs.json"
 COLLECT_ERRORS = "collect-errors.json"
 
@@ -72,6 +73,7 @@ BUNDLE_FILES = (
     NCCL_CONF,
     SLURM,
     STORAGE,
+    GPUSTACK,
     CONDA,
     COLLECT_ERRORS,
 )

@@ -27,6 +27,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import (
     DOCKER,
     DPKG,
     DPKG_FORMAT,
+    GPUSTACK,
     IBSTAT,
     LDCONFIG,
     NAMES,
@@ -50,6 +51,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import (
     read_short,
 )
 from ansible_collections.lockstep.gpu.plugins.module_utils.conda import build_conda_envs
+from ansible_collections.lockstep.gpu.plugins.module_utils.gpustack import GPUSTACK_VENV, build_gpustack
 from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import int_or_none
 from ansible_collections.lockstep.gpu.plugins.module_utils.slurm import MUNGE_KEY, SLURM_CONF, build_slurm
 from ansible_collections.lockstep.gpu.plugins.module_utils.storage import build_storage
@@ -99,6 +101,7 @@ def collect_live(
     address=None,
     munge_key=MUNGE_KEY,
     slurm_conf=SLURM_CONF,
+    gpustack_venv=GPUSTACK_VENV,
 ) -> dict:
     """Gather the raw texts on this node; see the module documentation for
     what each bundle file holds."""
@@ -200,6 +203,9 @@ def collect_live(
     raw[STORAGE], problem = build_storage(**where.get("storage", {}))
     if problem:
         problems[STORAGE] = problem
+    raw[GPUSTACK], problem = build_gpustack(gpustack_venv)
+    if problem:
+        problems[GPUSTACK] = problem
     raw[CONDA] = build_conda_envs(conda_envs_dirs)
 
     if problems:

@@ -47,6 +47,8 @@ description:
     for every name of O(resolve), and the node's own address];
     C(nccl.conf) [O(nccl_conf)];
     C(slurm.json) [SHA-256 digests of O(munge_key) and O(slurm_conf), never the key itself];
+    C(gpustack.json) [the C(Version:) of C(<gpustack_venv>/lib/python3*/site-packages/gpustack-*.dist-info/METADATA),
+    only when O(gpustack_venv) exists];
     C(storage.json) [the NFS entries of C(/etc/fstab) and C(/proc/self/mounts), the NFS exports, whether an NFS server runs];
     C(conda-envs.json) [built from the environments under O(conda_envs_dirs)];
     C(collect-errors.json) [C({file: message}) for every source that was there but failed]."
@@ -139,6 +141,14 @@ options:
       - This node's cluster address (C(base_node_address)), recorded in C(names.json) with
         O(resolve). Default the source address of the IPv4 default route, read now.
     type: str
+  gpustack_venv:
+    description:
+      - GPUStack's virtual environment (role gpustack's C(gpustack_venv)). When it exists, GPUStack's version
+        is read from the C(Version:) of its C(gpustack-*.dist-info/METADATA) (no interpreter is run); when it
+        does not, there is no C(gpustack) component. A venv without exactly one GPUStack in it is an error of
+        C(gpustack.json).
+    type: path
+    default: /opt/gpustack/venv
   command_timeout:
     description:
       - Seconds each command may run before C(timeout) stops it (then recorded in C(errors)).
@@ -311,6 +321,14 @@ gpu_facts:
         C(nfs-kernel-server) or C(nfs-ganesha)) and C(server_running) (an nfsd or ganesha.nfsd process runs).
       type: dict
       returned: always
+    gpustack:
+      description: >-
+        C(present) (O(gpustack_venv) exists and holds GPUStack), C(version) (its METADATA's C(Version:), e.g.
+        C(2.3.0)), C(venv); an error when the venv holds no or several GPUStack dist-info or its METADATA is
+        unreadable.
+      type: dict
+      returned: always
+      sample: {"present": true, "version": "2.3.0", "venv": "/opt/gpustack/venv"}
     packages:
       description: >-
         {name: version} of the installed packages named in O(packages).
@@ -377,6 +395,7 @@ def main():
             command_timeout=dict(type="int", default=60),
             resolve=dict(type="list", elements="str", default=[]),
             address=dict(type="str"),
+            gpustack_venv=dict(type="path", default="/opt/gpustack/venv"),
         ),
         mutually_exclusive=[("from_dir", "save_to")],
         supports_check_mode=True,
@@ -404,6 +423,7 @@ def main():
             timeout=params["command_timeout"],
             resolve=params["resolve"],
             address=params["address"],
+            gpustack_venv=params["gpustack_venv"],
         )
 
     facts = analyse(raw, packages=params["packages"])

@@ -33,6 +33,7 @@ cluster, as scalars (lists joined with ", "), named ``<section>.<field>``:
 - ``rdma.<ca>.firmware``, ``rdma.<ca>.<port>.state|rate|link_layer``;
 - ``nccl_conf.sha256``;
 - ``slurm.munge_key_sha256``, ``slurm.conf_sha256`` (digests of the munge key and slurm.conf);
+- ``gpustack.version`` (GPUStack's version in its virtual environment, module_utils/gpustack.py);
 - ``storage.<mount point>.mounted|fstype|server|fstab`` for each NFS mount
   point in /etc/fstab or /proc/self/mounts (module_utils/storage.py);
 - ``pkg.<name>`` for each package fact (or each name in ``packages``).
@@ -99,6 +100,7 @@ _SECTION_COMPONENTS = {
     ),
     "nccl_conf": ("nccl_conf.sha256",),
     "slurm": ("slurm.munge_key_sha256", "slurm.conf_sha256"),
+    "gpustack": ("gpustack.version",),
 }
 _CONDA_FIELDS = ("python", "torch", "deepspeed", "torch_cuda", "torch_nccl", "torch_cudnn", "packages_sha256",
                  "lock_sha256")
@@ -281,6 +283,8 @@ def components(gpu_facts, packages=None):
         slurm = _section(facts, "slurm")
         put("slurm.munge_key_sha256", slurm.get("munge_key_sha256"))
         put("slurm.conf_sha256", slurm.get("conf_sha256"))
+    if not error_of("gpustack"):
+        put("gpustack.version", _section(facts, "gpustack").get("version"))
     storage = facts.get("storage")
     if is_error(storage):
         out["storage"] = {"error": str(storage["error"])}

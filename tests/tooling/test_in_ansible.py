@@ -32,7 +32,7 @@ ENV = dict(
     ANSIBLE_NOCOLOR="1",
 )
 SECTIONS = ("os", "driver", "gpus", "cuda", "nccl", "cudnn", "docker", "conda",
-            "network", "nccl_conf", "slurm", "storage", "packages", "errors")
+            "network", "nccl_conf", "slurm", "storage", "gpustack", "packages", "errors")
 
 
 def _mode(path):

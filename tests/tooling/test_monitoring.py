@@ -12,6 +12,7 @@ stale, and the cases that must not fire).
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import subprocess
@@ -153,9 +154,13 @@ LOCAL_INVENTORY = {"all": {"children": {"cluster": {"children": {
     "workers": {"hosts": {}}}}}}}
 
 
-def preflight(tmp_path: Path, extra: dict) -> tuple:
-    """playbooks/preflight.yml (it only reads) for role monitoring, on this machine as the one node."""
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(LOCAL_INVENTORY))
+def preflight(tmp_path: Path, extra: dict, gpu: bool = False) -> tuple:
+    """playbooks/preflight.yml (it only reads) for role monitoring, on this machine as the one node (a GPU node
+    with ``gpu``)."""
+    inventory = json.loads(json.dumps(LOCAL_INVENTORY))
+    if gpu:
+        inventory["all"]["children"]["gpu"] = {"hosts": {"ctl": {}}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     (tmp_path / "vars.yml").write_text(yaml.safe_dump({"preflight_roles": ["monitoring"], **extra}))
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CACHE_PLUGIN="memory", ANSIBLE_STDOUT_CALLBACK="default",
                ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_DEPRECATION_WARNINGS="False")
@@ -189,3 +194,28 @@ def test_the_preflight_refuses_bad_values_naming_them(tmp_path, extra, message):
     rc, output = preflight(tmp_path, extra)
     assert rc != 0
     assert message in output, output[-3000:]
+
+
+# On a GPU node: the DCGM exporter's values are checked before NVIDIA's
+# repository is (which these runs never reach).
+@pytest.mark.parametrize("extra, message", [
+    ({"monitoring_dcgm_exporter_port": 99999},
+     "monitoring_dcgm_exporter_port is '99999': it must be a port number"),
+    ({"monitoring_dcgm_exporter_version": "latest"},
+     "monitoring_dcgm_exporter_version is 'latest': it must be a Debian package version"),
+    ({"monitoring_dcgm_exporter_collectors": [{"field": "GPU_UTIL", "type": "gauge", "help": "x"}]},
+     'monitoring_dcgm_exporter_collectors is [{"field": "GPU_UTIL", "help": "x", "type": "gauge"}]: it must be'),
+    ({"monitoring_dcgm_exporter_collectors": [{"field": "DCGM_FI_DEV_GPU_UTIL", "type": "histogram", "help": "x"}]},
+     "type one of gauge, counter, label"),
+])
+def test_the_preflight_refuses_bad_dcgm_values_on_a_gpu_node(tmp_path, extra, message):
+    rc, output = preflight(tmp_path, extra, gpu=True)
+    assert rc != 0
+    assert message in output, output[-3000:]
+
+
+def test_the_preflight_checks_nothing_where_monitoring_is_left_out(tmp_path):
+    rc, output = preflight(tmp_path, {"monitoring_enabled": False, "monitoring_prometheus_port": 70000,
+                                      "monitoring_server_group": "monitors"}, gpu=True)
+    assert rc == 0, output[-3000:]
+    assert "Refuse a port that is not a TCP port" not in output

@@ -33,7 +33,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 BUNDLES = FIXTURES / "bundles"
 
 SECTIONS = ("os", "driver", "gpus", "cuda", "nccl", "cudnn", "docker", "conda",
-            "network", "nccl_conf", "slurm", "storage", "packages", "errors")
+            "network", "nccl_conf", "slurm", "storage", "gpustack", "packages", "errors")
 
 
 def facts_of(name, **kwargs):

@@ -4,9 +4,11 @@ Prometheus runs on dr1 and is asked through its HTTP API, from the
 controller, as an admin's dashboard would: every node's exporter is a target
 and up, every node reports lockstep_component_info, and when one node's NCCL
 package changes and its exporter runs (systemctl start, not waiting for the
-timer), LockstepDrift becomes pending or firing for nccl.package. The
-scenario's inventory sets 5 s scrape and evaluation intervals; waits are
-bounded.
+timer), LockstepDrift becomes pending or firing for nccl.package. The nodes
+are GPU nodes: each runs NVIDIA's DCGM exporter (the TEST STAND-IN package
+of tests/standin/dcgm.yml, one pretended GPU per node), which Prometheus
+scrapes (job dcgm). The scenario's inventory sets 5 s scrape and evaluation
+intervals; waits are bounded.
 """
 
 from __future__ import annotations
@@ -88,6 +90,53 @@ def test_every_node_exporter_is_a_target_and_up():
     targets = wait_for("every node exporter up", all_up)
     assert {n: t["scrapeUrl"] for n, t in targets.items()} == {
         n: f"http://{ADDRESSES[n]}:9100/metrics" for n in NODES}
+
+
+DCGM_VERSION = "4.8.2-1"
+# The role's default collectors (roles/monitoring/defaults/main.yml); the
+# package's own default-counters.csv has DCGM_FI_DEV_XID_ERRORS on top, so
+# serving exactly these shows the role's drop-in is what runs.
+DCGM_FIELDS = {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_TEMP",
+               "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK"}
+
+
+def test_every_gpu_node_runs_nvidias_dcgm_exporter_from_the_repository():
+    for n in NODES:
+        host = node(n)
+        assert host.package("datacenter-gpu-manager-exporter").version == DCGM_VERSION, n
+        policy = host.check_output("apt-cache policy datacenter-gpu-manager-exporter")
+        assert "file:/srv/lockstep-standin/compute/cuda/repos/debian12/x86_64" in policy, policy
+        unit = host.service("nvidia-dcgm-exporter")
+        assert unit.is_enabled and unit.is_running, n
+        assert "/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/lockstep-counters.csv -a :9400" in host.check_output(
+            "systemctl show -p ExecStart --value nvidia-dcgm-exporter")
+
+
+def test_every_target_is_up_the_dcgm_exporters_included_and_their_metrics_reach_prometheus():
+    want = {("prometheus", "localhost:9090")} | {(job, n) for job in ("node", "dcgm") for n in NODES}
+
+    def all_up():
+        targets = {(t["labels"]["job"], t["labels"]["instance"]): t
+                   for t in api("targets", state="active")["activeTargets"]}
+        return targets if set(targets) == want and all(t["health"] == "up" for t in targets.values()) else None
+
+    targets = wait_for("every target up, the DCGM exporters included", all_up)
+    assert {n: targets[("dcgm", n)]["scrapeUrl"] for n in NODES} == {
+        n: f"http://{ADDRESSES[n]}:9400/metrics" for n in NODES}
+
+    def one_series_per_gpu_node():
+        result = api("query", query="DCGM_FI_DEV_GPU_UTIL")["result"]
+        return result if sorted(r["metric"]["instance"] for r in result) == sorted(NODES) else None
+
+    series = wait_for("DCGM_FI_DEV_GPU_UTIL of every GPU node", one_series_per_gpu_node)
+    for r in series:
+        n = r["metric"]["instance"]
+        assert r["metric"]["job"] == "dcgm" and r["metric"]["gpu"] == "0", r
+        assert r["metric"]["Hostname"] == node(n).check_output("hostname"), r
+        assert r["value"][1] == "0", r
+    fields = api("query", query='count by (__name__) ({job="dcgm", __name__=~"DCGM_FI_.*"})')["result"]
+    assert {r["metric"]["__name__"] for r in fields} == DCGM_FIELDS
+    assert all(r["value"][1] == str(len(NODES)) for r in fields)
 
 
 def test_every_node_collects_on_a_timer_and_reports_its_components():
