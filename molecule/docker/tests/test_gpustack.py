@@ -86,7 +86,7 @@ def test_unit_and_secret_files(name, declared):
     assert host.service("gpustack").is_running and host.service("gpustack").is_enabled
     unit = host.file("/etc/systemd/system/gpustack.service").content_string
     assert f"ExecStart={VENV}/bin/gpustack start --config-file {CONFIG}" in unit
-    for path, mode in [(CONFIG, 0o600), ("/etc/gpustack", 0o700), ("/var/lib/gpustack", 0o700)]:
+    for path, mode in [(CONFIG, 0o600), ("/etc/gpustack", 0o700), ("/var/lib/gpustack", 0o711)]:
         assert (host.file(path).mode, host.file(path).user) == (mode, "root"), path
     config = host.file(CONFIG).content_string
     if name == SERVER:
