@@ -35,7 +35,8 @@ def declared():
 
 
 def server_url(declared) -> str:
-    return f"http://{declared['ansible_host']}:{declared['gpustack_port']}"
+    # dk1's platform address (molecule.yml); the inventory's ansible_host is a template.
+    return f"http://10.231.3.11:{declared['gpustack_port']}"
 
 
 def workers_listed(declared) -> dict:
@@ -59,7 +60,7 @@ def test_installed_version_is_the_pinned_one(declared):
     for name in NODES:
         version = node(name).check_output(
             f"{VENV}/bin/python -c 'import importlib.metadata as m; print(m.version(\"gpustack\"))'")
-        assert version == declared["gpustack_version"] == "2.3.0"
+        assert version == "2.3.0"  # the role's default gpustack_version
         assert node(name).file(f"{VENV}/bin/fastfetch").exists
 
 
