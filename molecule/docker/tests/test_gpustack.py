@@ -1,0 +1,155 @@
+"""State role gpustack must leave in the docker scenario.
+
+GPUStack 2.3.0 from the scenario's wheelhouse of PyPI wheels: the server on
+dk1 (head) on Debian's PostgreSQL, its API on the declared gpustack_port,
+workers on dk2 and dk3 registered with the server's token. The API is asked
+with credentials read on the node by the node's own shell: no secret enters
+the tests' output. The last tests run playbooks/gpustack.yml from the
+controller as an admin would: a wrong token fails naming the worker and
+never shows the token, and bad inputs fail in the preflight, changing
+nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+
+import pytest
+import testinfra
+from conftest import ansible_playbook, node
+
+SERVER, WORKERS = "dk1", ("dk2", "dk3")
+NODES = (SERVER, *WORKERS)
+VENV = "/opt/gpustack/venv"
+CONFIG = "/etc/gpustack/config.yaml"
+
+
+@pytest.fixture(scope="module")
+def declared():
+    """dk1's inventory variables (the three nodes share one host_vars file)."""
+    inventory = os.environ["MOLECULE_INVENTORY_FILE"]
+    return testinfra.get_host(f"ansible://{SERVER}?ansible_inventory={inventory}").ansible.get_variables()
+
+
+def server_url(declared) -> str:
+    # dk1's platform address (molecule.yml); the inventory's ansible_host is a template.
+    return f"http://10.231.3.11:{declared['gpustack_port']}"
+
+
+def workers_listed(declared) -> dict:
+    """{worker name: state} from the server's API, asked on dk1 as admin."""
+    # The nodes have no curl: Python's urllib, the password read by the node's own Python.
+    out = node(SERVER).check_output(
+        "python3 -c \"import base64, urllib.request as u; p = open('/var/lib/gpustack/initial_admin_password').read()"
+        ".strip(); r = u.Request('" + server_url(declared) + "/v2/workers?perPage=100', headers={'Authorization': "
+        "'Basic ' + base64.b64encode(('admin:' + p).encode()).decode()}); print(u.urlopen(r).read().decode())\"")
+    return {w["name"]: w["state"] for w in json.loads(out)["items"]}
+
+
+def sha256(name: str, path: str) -> str:
+    return node(name).check_output(f"sha256sum {path}").split()[0]
+
+
+def recap(output: str) -> dict:
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", output)
+    return {h: int(c) for h, c in re.findall(r"\b(dk\d)\s+:\s+ok=\d+\s+changed=(\d+)", plain)}
+
+
+def test_installed_version_is_the_pinned_one(declared):
+    for name in NODES:
+        version = node(name).check_output(
+            f"{VENV}/bin/python -c 'import importlib.metadata as m; print(m.version(\"gpustack\"))'")
+        assert version == "2.3.0"  # the role's default gpustack_version
+        assert node(name).file(f"{VENV}/bin/fastfetch").exists
+
+
+def test_server_api_answers_on_the_declared_port_from_a_worker(declared):
+    assert declared["gpustack_port"] == 8080
+    answer = node("dk2").check_output(
+        f"python3 -c \"import urllib.request as u; print(u.urlopen('{server_url(declared)}/healthz').read().decode())\"")
+    assert answer == '"ok"'
+    listening = node(SERVER).check_output(f"ss -Hltnp 'sport = :{declared['gpustack_port']}'")
+    assert 'users:(("gpustack"' in listening
+
+
+def test_server_runs_on_postgresql():
+    tables = node(SERVER).check_output(
+        "cd /tmp && runuser -u postgres -- psql -tA -d gpustack -c "
+        "\"SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tableowner = 'gpustack'\"")
+    assert int(tables) > 10
+    assert node(SERVER).service("postgresql").is_running
+
+
+def test_both_workers_are_listed_ready_by_the_servers_api(declared):
+    listed = workers_listed(declared)
+    assert {name: listed.get(name) for name in WORKERS} == dict.fromkeys(WORKERS, "ready")
+    assert SERVER not in listed
+
+
+@pytest.mark.parametrize("name", NODES)
+def test_unit_and_secret_files(name, declared):
+    host = node(name)
+    assert host.service("gpustack").is_running and host.service("gpustack").is_enabled
+    unit = host.file("/etc/systemd/system/gpustack.service").content_string
+    assert f"ExecStart={VENV}/bin/gpustack start --config-file {CONFIG}" in unit
+    for path, mode in [(CONFIG, 0o600), ("/etc/gpustack", 0o700), ("/var/lib/gpustack", 0o711)]:
+        assert (host.file(path).mode, host.file(path).user) == (mode, "root"), path
+    config = host.file(CONFIG).content_string
+    if name == SERVER:
+        assert f"api_port: {declared['gpustack_port']}" in config
+        for path in ("/etc/gpustack/token", "/etc/gpustack/database_password",
+                     "/var/lib/gpustack/initial_admin_password"):
+            assert host.file(path).mode == 0o600, path
+    else:
+        assert f"server_url: {server_url(declared)}\n" in config
+        assert f"worker_name: {name}\n" in config
+
+
+def test_the_workers_hold_the_servers_token():
+    # Compared by digest: the token itself never leaves the nodes.
+    digest = "sed -n 's/^token: \"\\(.*\\)\"$/\\1/p' {} | tr -d '\\n' | sha256sum"
+    server = node(SERVER).check_output("tr -d '\\n' < /etc/gpustack/token | sha256sum")
+    for name in WORKERS:
+        assert node(name).check_output(digest.format(CONFIG)) == server
+
+
+def test_a_wrong_token_fails_naming_the_worker_and_never_shows_the_token(tmp_path, declared):
+    before = sha256("dk3", CONFIG)
+    wrong = "WrongToken" + secrets.token_hex(12)
+    (tmp_path / "vars.json").write_text(json.dumps({"gpustack_token": wrong}))
+    result = ansible_playbook("playbooks/gpustack.yml", "-v", "--limit", "dk3", "-e", f"@{tmp_path / 'vars.json'}")
+    assert result.returncode != 0
+    assert (f"GPUStack worker dk3: the server at {server_url(declared)} refused its registration token (HTTP 401)"
+            in result.output), result.output[-3000:]
+    leaked = wrong in result.stdout + result.stderr
+    assert not leaked, "the wrong token appears in the -v output"
+    real = node(SERVER).check_output("cat /etc/gpustack/token")
+    leaked = real in result.stdout + result.stderr
+    assert not leaked, "the server's token appears in the -v output"
+    assert sha256("dk3", CONFIG) == before
+    assert workers_listed(declared)["dk3"] == "ready"
+
+
+# Each run fails in one preflight task on every node it names (the preflight
+# stops the whole run at the first failure).
+@pytest.mark.parametrize("extra, messages", [
+    ({"dk2": {"gpustack_worker_port": 0}}, ["gpustack_worker_port is '0': it must be a port number"]),
+    # (gpustack_port is in host_vars/dk1.yml, which a second inventory source does not override.)
+    ({"dk3": {"gpustack_worker_port": 22}}, ["gpustack_worker_port is 22 on dk3, but another program listens there"]),
+    ({"dk2": {"gpustack_server_address": "10.231.3.99"}, "dk3": {"gpustack_server_address": "10.231.3.99"}},
+     ["dk2 cannot reach the GPUStack server at http://10.231.3.99:8080", "dk3 cannot reach the GPUStack server at"]),
+])
+def test_bad_inputs_fail_in_the_preflight_and_change_nothing(tmp_path, extra, messages):
+    before = {name: sha256(name, CONFIG) for name in NODES}
+    bad = tmp_path / "bad.yml"
+    bad.write_text(json.dumps({"all": {"hosts": extra}}))
+    result = ansible_playbook("playbooks/gpustack.yml", "-i", str(bad))
+    assert result.returncode != 0
+    for message in messages:
+        assert message in result.output, result.output[-3000:]
+    assert "GPUStack server and workers" not in result.output
+    assert recap(result.output) == dict.fromkeys(NODES, 0), result.output[-2000:]
+    assert before == {name: sha256(name, CONFIG) for name in NODES}
