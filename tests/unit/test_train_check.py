@@ -66,17 +66,21 @@ def test_node_error_is_the_last_exception_line():
     assert rank0_result(results("direct_broken_trn2.json")["trn1"]["stdout"]) is None
 
 
-def test_srun_label_split_gives_each_node_its_lines():
-    # srun --label: stdout of the three tasks of direct_ok_3nodes, relabelled,
-    # each task's exit line as the wrapper prints it (a constructed srun output).
-    ok = results("direct_ok_3nodes.json")
-    stdout = "\n".join("%d: %s" % (task, line) for task, node in enumerate(sorted(ok))
-                       for line in ok[node]["stdout"].splitlines() + ["train_check_exit %s 0" % node])
-    split = train_check_srun(stdout, "")
+def test_srun_output_split_per_node_and_read():
+    srun = results("srun_ok_3nodes.json")
+    split = train_check_srun(srun["stdout"], srun["stderr"])
     assert sorted(split) == ["trn1", "trn2", "trn3"]
-    assert all(result["rc"] == 0 for result in split.values())
+    assert [split[node]["rc"] for node in sorted(split)] == [0, 0, 0]
     verdict = train_check(split)
-    assert verdict["ok"] is True and verdict["world_size"] == 3
+    assert verdict["ok"] is True and verdict["world_size"] == 3, verdict["message"]
+    assert verdict["table"][0] == "train_check world_size=3 backend=gloo sum=6 expected=6"
+
+
+def test_srun_broken_torch_names_that_node_first():
+    srun = results("srun_broken_trn2.json")
+    verdict = train_check(train_check_srun(srun["stdout"], srun["stderr"]))
+    assert verdict["broken"] == ["trn2"] and verdict["waited"] == ["trn1", "trn3"]
+    assert verdict["message"].startswith("trn2: rc 1: AttributeError: module 'torch' has no attribute '_C'; ")
 
 
 def test_srun_task_killed_before_its_exit_line():
