@@ -98,8 +98,8 @@ def summarize(results):
     those that only waited.
     """
     kinds = {node: _classify(node, result) for node, result in results.items()}
-    broken = sorted(node for node, (kind, _) in kinds.items() if kind == "broken")
-    waited = sorted(node for node, (kind, _) in kinds.items() if kind == "waited")
+    broken = sorted(node for node, verdict in kinds.items() if verdict[0] == "broken")
+    waited = sorted(node for node, verdict in kinds.items() if verdict[0] == "waited")
     found = [(node, rank0_result((result or {}).get("stdout"))) for node, result in results.items()]
     rank0 = next(((node, table) for node, table in found if table is not None), (None, None))
     table = [line.split(": ", 1)[-1] if _SRUN_LABEL.match(line) else line

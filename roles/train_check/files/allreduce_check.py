@@ -36,12 +36,12 @@ def gather(mine, size, device):
     (all_gather_object would need numpy, which torch does not require)."""
     data = json.dumps(mine).encode()
     length = torch.tensor([len(data)], device=device)
-    lengths = [torch.zeros_like(length) for _ in range(size)]
+    lengths = [torch.zeros_like(length) for _rank in range(size)]
     dist.all_gather(lengths, length)
     longest = max(int(n.item()) for n in lengths)
     buf = torch.zeros(longest, dtype=torch.uint8, device=device)
     buf[:len(data)] = torch.tensor(list(data), dtype=torch.uint8, device=device)
-    bufs = [torch.zeros_like(buf) for _ in range(size)]
+    bufs = [torch.zeros_like(buf) for _rank in range(size)]
     dist.all_gather(bufs, buf)
     return [json.loads(bytes(b[:int(n.item())].tolist()).decode()) for b, n in zip(bufs, lengths)]
 
