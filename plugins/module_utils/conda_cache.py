@@ -7,7 +7,7 @@ download the environment themselves.
 
 Used by scripts/conda-lock (which builds sdist-only pip packages into wheels
 here) and by the conda_cache module (delegated to the controller by the conda
-role). Standard library and the controller's pip only.
+role). Standard library, ansible's open_url and the controller's pip only.
 
 Layout of the cache directory::
 
@@ -24,7 +24,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import urllib.request
+
+from ansible.module_utils.urls import ConnectionError as UrlError, open_url
 
 # Wheel platform tags of a conda platform, for pip on a controller that is not
 # the nodes' platform. manylinux_2_28 needs glibc >= 2.28 (RHEL 8, Debian 10+,
@@ -122,9 +123,9 @@ def _fetch_url(url: str, dest: str, sha256: str, timeout: float) -> int:
     try:
         with os.fdopen(fd, "wb") as out:
             try:
-                with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - lock URLs
+                with open_url(url, timeout=timeout) as resp:
                     shutil.copyfileobj(resp, out, 1 << 20)
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, UrlError) as exc:
                 raise CacheError(f"cannot fetch {url}: {getattr(exc, 'reason', exc)}") from exc
         got = sha256_file(tmp)
         if got != sha256:

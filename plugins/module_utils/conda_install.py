@@ -101,8 +101,8 @@ def installer_dir(installer, wheel_dir, unpack_dir):
     except OSError:
         pass
     if not os.path.isfile(wheel) or sha256_file(wheel) != installer["sha256"]:
-        raise InstallError("the installer %s is not in %s with sha256 %s" % (installer["filename"], wheel_dir,
-                                                                           installer["sha256"]))
+        raise InstallError("the installer %s is not in %s with sha256 %s"
+                           % (installer["filename"], wheel_dir, installer["sha256"]))
     if os.path.lexists(target):
         shutil.rmtree(target)
     with zipfile.ZipFile(wheel) as zf:

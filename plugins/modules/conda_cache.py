@@ -16,9 +16,9 @@ description:
     their URL, wheels with C(pip download --require-hashes) from the environment's pip
     index; a wheel the lock step built from an sdist is built again from that sdist,
     reproducibly, and must give the lock's sha256.
-  - Meant to run once per cluster on the controller (C(delegate_to: localhost),
+  - "Meant to run once per cluster on the controller (C(delegate_to: localhost),
     C(run_once: true)); the conda role then copies the files to the nodes, which never
-    download the environment themselves.
+    download the environment themselves."
   - A file already in the cache is checked once; a marker in C(.sha256/) records the check.
 version_added: "0.2.0"
 author: Lockstep contributors (@lockstep)

@@ -127,8 +127,8 @@ def pip_fetch(module, name, entry, wheels, wheel_dir, timeout, fetch):
         return
     if not fetch:
         raise InstallError("environment %s: %s not in %s with the lock's sha256 (the conda role copies them "
-                           "there from the cluster cache)" % (name, ", ".join(w["filename"] for w in missing),
-                                                            wheel_dir))
+                           "there from the cluster cache)"
+                           % (name, ", ".join(w["filename"] for w in missing), wheel_dir))
     req = os.path.join(wheel_dir, ".lockstep-fetch-%s.txt" % name)
     with open(req, "w") as handle:
         handle.write(pip_requirements({"pip": {"packages": missing}}))
@@ -183,6 +183,7 @@ def build(module, name, prefix, entry, installer, pkgs_dir, timeout, fetch, file
     with open(os.path.join(prefix, "conda-meta", STATE), "w") as handle:
         json.dump({"lock_sha256": entry["sha256"], "packages_sha256": packages}, handle)
     return packages
+
 
 def current(prefix):
     """(lock hash, recorded packages hash, actual packages hash) of an installed env."""

@@ -105,8 +105,8 @@ def test_fill_records_a_marker_for_each_file_and_trusts_it(tmp_path, lock):
     cache = tmp_path / "cache"
     fill(str(cache), lock, ["b"])
     # Wheels are marked when fetched, conda packages when next checked.
-    assert sorted(os.listdir(cache / "pip" / ".sha256")) == ["rattler_standin-0.28.0-py3-none-any.whl",
-                                                            "wb-1.0-py3-none-any.whl"]
+    assert sorted(os.listdir(cache / "pip" / ".sha256")) == [
+        "rattler_standin-0.28.0-py3-none-any.whl", "wb-1.0-py3-none-any.whl"]
     assert fill(str(cache), lock, ["b"])["fetched"] == []
     marker = cache / ".sha256" / "shared-1.0-0.tar.bz2"
     stat = os.stat(cache / "shared-1.0-0.tar.bz2")
