@@ -203,19 +203,21 @@ def fill(cache_dir: str, lock: dict, names=None, timeout: float = 30) -> dict:
             if not _verified(dest, pkg["sha256"]):
                 size += _fetch_url(pkg["url"], dest, pkg["sha256"], timeout)
                 fetched.append(pkg["fn"])
+                _verified(dest, pkg["sha256"])  # its marker, as for wheels: the next run hashes nothing
     groups = {}  # (python, platform, index, find_links) -> wheels
     for entry in envs.values():
         pip = entry.get("pip", {})
         for wheel in pip.get("packages", []):
-            if _verified(os.path.join(pipdir, wheel["filename"]), wheel["sha256"]):
+            # A wheel two environments share is fetched (and counted) once.
+            if f"pip/{wheel['filename']}" in fetched or \
+                    _verified(os.path.join(pipdir, wheel["filename"]), wheel["sha256"]):
                 continue
             if wheel.get("sdist"):
                 size += _built_wheel(wheel, pipdir, pip)
             else:
                 key = (entry["python"], entry.get("platform", "linux-64"), pip.get("index_url", ""),
                        pip.get("find_links", ""))
-                if wheel["filename"] not in {w["filename"] for w in groups.get(key, [])}:
-                    groups.setdefault(key, []).append(wheel)
+                groups.setdefault(key, []).append(wheel)
             fetched.append(f"pip/{wheel['filename']}")
     installer = lock.get("installer")
     if installer and envs and not _verified(os.path.join(pipdir, installer["filename"]), installer["sha256"]):
