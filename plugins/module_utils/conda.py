@@ -17,7 +17,9 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import read_sh
 from ansible_collections.lockstep.gpu.plugins.module_utils.system import parse_json_object
 from ansible_collections.lockstep.gpu.plugins.module_utils.parsing import ParseError
 
-LOCK_FORMAT = 1
+# 2: pip packages are the resolved closure (an sdist-built wheel records its
+# sdist); the lock pins the installer (py-rattler).
+LOCK_FORMAT = 2
 #: The file in ``<env>/conda-meta/`` that holds the sha256 of the lock entry
 #: an environment was built from (written by the conda_env module).
 LOCK_HASH_FILE = "lockstep-lock.sha256"

@@ -75,11 +75,12 @@ def test_each_stand_in_build_folder_belongs_to_one_scenario():
     assert [f for f, count in folders.items() if count > 1] == []
 
 
-def test_no_scenario_subnet_overlaps_the_demo_or_the_converge_benchmark():
-    """scripts/demo and tests/bench/converge.py make podman networks of their own, with fixed subnets."""
+def test_no_scenario_subnet_overlaps_the_demo_or_a_benchmark():
+    """scripts/demo and the benchmarks that start nodes make podman networks of their own, with fixed subnets."""
     others = {
         "scripts/demo": re.search(r"^subnet=(\S+)$", (ROOT / "scripts/demo").read_text(), re.M),
-        "tests/bench/converge.py": re.search(r'^SUBNET = "(\S+)"$', (ROOT / "tests/bench/converge.py").read_text(), re.M),
+        **{bench: re.search(r'^SUBNET = "(\S+)"$', (ROOT / bench).read_text(), re.M)
+           for bench in ("tests/bench/converge.py", "tests/bench/conda_download.py")},
     }
     assert all(others.values()), others
     overlaps = [(scenario, where) for scenario, spec in SCENARIOS.items() for where, found in others.items()

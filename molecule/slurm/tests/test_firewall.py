@@ -105,6 +105,9 @@ def test_loaded_ruleset_opens_exactly_the_declared_ports(name):
         (cluster, "tcp", "6818"),
         (cluster, "tcp", SRUN_RANGE),
         (frozenset({ip(HEAD)}), "tcp", "9100"),
+        # torch.distributed (playbooks/train_check.yml): rendezvous, gloo/NCCL ephemeral ports.
+        (cluster, "tcp", "29500"),
+        (cluster, "tcp", "32768-60999"),
     }
     if name == HEAD:
         expected |= {(cluster, "tcp", "6817"), (cluster, "tcp", "2049"), (cluster, "tcp", "9090")}
