@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT / "collections"))
 # pylint: disable=wrong-import-position
 from ansible_collections.lockstep.gpu.plugins.module_utils.conda import normalize_package_name  # noqa: E402
 from ansible_collections.lockstep.gpu.plugins.module_utils.conda_cache import cache_files, sha256_file  # noqa: E402
+from converge import SSH_ARGS, sh, ssh  # noqa: E402  (the same helpers as the converge benchmark)
 
 NETWORK = "lockstep-bench13"
 SUBNET = "10.231.11.0/24"
@@ -60,7 +61,6 @@ WORK = ROOT / ".cache" / "bench-conda"
 STANDIN = WORK / "standin"  # tests/standin/conda/build_channel.py's output
 WHEELS = WORK / "wheels"
 MOUNT = "/srv/conda-cache"
-SSH_ARGS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
 # The environment: a moderate real set (about 56 MB with the installer), not
 # the 2.7 GB torch set of the demo; --pip replaces it.
 PIP_SET = ["numpy==1.26.4", "pandas==2.2.2", "requests==2.32.3"]
@@ -68,21 +68,6 @@ PYTHON = "3.11"
 WHEEL_TARGET = ["--only-binary=:all:", "--python-version", PYTHON, "--implementation", "cp",
                 "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
                 "--platform", "manylinux2014_x86_64"]
-
-
-def sh(*argv, check=True, capture=False, env=None, cwd=ROOT):
-    result = subprocess.run([str(a) for a in argv], check=False, text=True, env=env, cwd=cwd,
-                            stdout=subprocess.PIPE if capture else None,
-                            stderr=subprocess.STDOUT if capture else None)
-    if check and result.returncode != 0:
-        out = (result.stdout or "")[-4000:] if capture else ""
-        raise SystemExit(f"bench: {' '.join(map(str, argv))} exited with {result.returncode}\n{out}")
-    return result
-
-
-def ssh(ip, command, check=True):
-    return sh("ssh", "-i", os.environ["LOCKSTEP_SSH_KEY"], *SSH_ARGS, f"root@{ip}", command,
-              check=check, capture=True)
 
 
 class Outside:

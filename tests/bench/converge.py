@@ -39,7 +39,7 @@ GOALS = {"P1": 1.5, "P2": 0.10, "P3": 1.2}
 
 
 def sh(*argv, check=True, capture=False, env=None, cwd=ROOT):
-    result = subprocess.run(argv, check=False, text=True, env=env, cwd=cwd,
+    result = subprocess.run([str(a) for a in argv], check=False, text=True, env=env, cwd=cwd,
                             stdout=subprocess.PIPE if capture else None,
                             stderr=subprocess.STDOUT if capture else None)
     if check and result.returncode != 0:
