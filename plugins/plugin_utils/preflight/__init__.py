@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright: Lockstep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The preflight's rules, one module per role, and what they read.
+
+The action lockstep.gpu.preflight (plugins/action/preflight.py) builds one
+:class:`Context` for the whole play and calls every checked role's rules
+with it. A role's module here (``base.py``, ``slurm.py``...) defines:
+
+``RULES``
+    a tuple of functions ``rule(ctx) -> iterable of Problem`` (problems.py),
+    each one rule across variables and nodes that fits on a screen. They run
+    after the role's argument spec has been validated, so ``ctx.var`` gives
+    values of the spec's types (an invalid value is already reported and is
+    absent from ``ctx.values``: a rule must not assume a variable is there).
+
+``probe(ctx, host) -> dict`` (optional)
+    what the role's rules need read on ``host``: a request in the form of
+    the probe module's options (``resolve``, ``paths``, ``packages``,
+    ``users``, ``connect``, ...). The action merges every role's request and
+    runs lockstep.gpu.preflight_probe ONCE per node; ``ctx.probes[host]``
+    holds its answer. Every answer also carries, unasked:
+
+    - ``interfaces``: {name: {"mtu": int, "addresses": [str], "up": bool,
+      "speed": int or None (Mb/s)}}
+    - ``hcas``: [RDMA device names] (/sys/class/infiniband)
+    - ``listening``: [{"proto": "tcp"|"udp", "address": str, "port": int,
+      "process": str ("" when unknown)}]
+    - ``memory_mb``: int (MemTotal)
+    - ``virtualization``: "container" or "" (systemd-detect-virt -c)
+
+    and for each request key the answer of the same name:
+    ``resolved`` {name: [addresses], [] when unresolvable},
+    ``paths`` {path: bool}, ``packages`` {name: installed version or ""}
+    (dpkg only: nothing is written to apt's cache), ``users`` {name: bool},
+    ``connect`` {"host:port": "" when a TCP connection succeeded, else the
+    error}.
+
+Problems name the node, the variable, the value as written and what is
+allowed (Problem(variable, value, allowed, node)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Context:
+    """Everything the rules may read: no rule reads anything else."""
+
+    # The play's nodes, in inventory order.
+    hosts: list[str]
+    # The inventory's groups ({name: [hosts]}), 'all' included.
+    groups: dict[str, list[str]]
+    # {host: {variable: value}}: the inventory's value, else the role
+    # defaults' (templated for that host), checked against the roles'
+    # argument specs and converted to the spec's type.
+    values: dict[str, dict[str, Any]]
+    # {host: ansible_facts} of this run ({} when not gathered).
+    facts: dict[str, dict] = field(default_factory=dict)
+    # {host: the probe module's answer} ({} before the probe ran).
+    probes: dict[str, dict] = field(default_factory=dict)
+    # The roles being checked (preflight_roles).
+    roles: tuple[str, ...] = ()
+
+    def var(self, host: str, name: str, default: Any = None) -> Any:
+        """host's value of a variable, or default when unset or invalid."""
+        return self.values.get(host, {}).get(name, default)
+
+    def has(self, host: str, name: str) -> bool:
+        """Does host have a (valid) value of this variable?"""
+        return name in self.values.get(host, {})
+
+    def group(self, name: str) -> list[str]:
+        """The nodes of an inventory group that are in the play, in inventory order."""
+        members = set(self.groups.get(name, ()))
+        return [h for h in self.hosts if h in members]
+
+    def first(self, name: str) -> str:
+        """The first node of an inventory group (in the inventory, not only the play), or ''."""
+        members = self.groups.get(name, ())
+        return members[0] if members else ""
+
+    def probe(self, host: str) -> dict:
+        return self.probes.get(host, {})
+
+    def fact(self, host: str, name: str, default: Any = None) -> Any:
+        return self.facts.get(host, {}).get(name, default)
