@@ -66,8 +66,8 @@ class _Sources:
         self.problems = problems
         # World sources of firewall_allowed_sources, reported once the exposed ports are known.
         self.world_allowed: list[str] = []
-        self.cluster = _sorted(self.nodes(cluster) + self.checked("firewall_allowed_sources", allowed_sources,
-                                                                   world=self.allow_world, note_world=True))
+        allowed = self.checked("firewall_allowed_sources", allowed_sources, world=self.allow_world, note_world=True)
+        self.cluster = _sorted(self.nodes(cluster) + allowed)
 
     def checked(self, variable: str, values, world: bool, note_world: bool = False) -> list[str]:
         """The values of a list of addresses and networks, canonical; a problem for each other one."""

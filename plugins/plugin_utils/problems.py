@@ -41,7 +41,7 @@ def fold(problems) -> list[tuple[list[str], Problem]]:
     groups: dict[tuple, tuple[list[str], Problem]] = {}
     for problem in problems:
         key = (problem.variable, problem.shown, problem.allowed)
-        nodes, _ = groups.setdefault(key, ([], problem))
+        nodes = groups.setdefault(key, ([], problem))[0]
         if problem.node not in nodes:
             nodes.append(problem.node)
     return sorted(groups.values(), key=lambda item: (item[1].variable, item[1].shown, item[1].allowed))

@@ -50,6 +50,15 @@ def lines(result: dict) -> list[tuple]:
     return [(r["why"], r["match"], "any" if r["any"] else r["v4"] + r["v6"]) for r in result["rules"]]
 
 
+def sources(result: dict) -> dict:
+    """{why: sources} of every rule."""
+    return {why: found for why, match, found in lines(result)}
+
+
+def whys(result: dict) -> list[str]:
+    return [rule["why"] for rule in result["rules"]]
+
+
 def test_the_head_that_computes_opens_every_service_it_runs():
     result = rules("dp1", services(gpustack_enabled=True), allowed_sources=["10.231.0.1"])
     within = ["10.231.0.1"] + CLUSTER
@@ -74,7 +83,7 @@ def test_the_head_that_computes_opens_every_service_it_runs():
 
 def test_a_worker_opens_slurmd_srun_gpustack_s_worker_ports_and_the_exporters():
     result = rules("dp2", services(gpustack_enabled=True))
-    assert [(why, match) for why, match, _ in lines(result)] == [
+    assert [(rule["why"], rule["match"]) for rule in result["rules"]] == [
         ("SSH", "tcp dport 22"),
         ("slurmd", "tcp dport 6818"),
         ("srun (SrunPortRange)", "tcp dport 60001-63000"),
@@ -90,24 +99,24 @@ def test_a_worker_opens_slurmd_srun_gpustack_s_worker_ports_and_the_exporters():
 def test_exporter_ports_open_to_the_prometheus_servers_only_and_dcgm_s_on_gpu_nodes_only():
     table = services(groups=dict(GROUPS, gpu=["dp3"]), monitoring_server_group="workers")
     for host in NODES:
-        found = {why: sources for why, _, sources in lines(rules(host, table, allowed_sources=["10.9.0.0/16"]))}
+        found = sources(rules(host, table, allowed_sources=["10.9.0.0/16"]))
         assert found["node exporter, from the monitoring server"] == ["10.231.0.12", "10.231.0.13"]
         assert ("DCGM exporter, from the monitoring server" in found) == (host == "dp3")
         assert ("Prometheus" in found) == (host != "dp1")
-    assert "DCGM exporter, from the monitoring server" not in {
-        why for why, _, _ in lines(rules("dp3", services(monitoring_dcgm_exporter_enabled=False)))}
+    assert "DCGM exporter, from the monitoring server" not in whys(
+        rules("dp3", services(monitoring_dcgm_exporter_enabled=False)))
 
 
 def test_switched_off_roles_open_nothing():
     table = services(slurm_enabled=False, shared_storage_enabled=False, monitoring_enabled=False)
-    assert [why for why, _, _ in lines(rules("dp1", table))] == [
+    assert whys(rules("dp1", table)) == [
         "SSH", "torch.distributed rendezvous (train_check)", "torch.distributed gloo/NCCL ephemeral ports (train_check)"]
 
 
 def test_a_head_that_does_not_compute_takes_no_torch_ports_and_is_no_source_of_them():
     table = services(slurm_head_computes=False)
-    assert not [why for why, _, _ in lines(rules("dp1", table)) if "train_check" in why]
-    found = {why: sources for why, _, sources in lines(rules("dp2", table, allowed_sources=["10.231.0.1"]))}
+    assert not [why for why in whys(rules("dp1", table)) if "train_check" in why]
+    found = sources(rules("dp2", table, allowed_sources=["10.231.0.1"]))
     assert found["torch.distributed gloo/NCCL ephemeral ports (train_check)"] == ["10.231.0.12", "10.231.0.13"]
     assert found["slurmd"] == ["10.231.0.1"] + CLUSTER
 
@@ -147,8 +156,7 @@ def test_every_address_in_firewall_allowed_sources_is_refused_naming_the_ports_i
 
 
 def test_the_world_with_firewall_allow_world_is_what_the_site_asked_for():
-    found = dict((why, sources) for why, _, sources in lines(rules("dp2", allowed_sources=["0.0.0.0/0"],
-                                                                    allow_world=True)))
+    found = sources(rules("dp2", allowed_sources=["0.0.0.0/0"], allow_world=True))
     assert found["slurmd"] == ["0.0.0.0/0"] + CLUSTER
     # Still only the compute nodes for torch's ephemeral range, and the monitoring server for the exporter.
     assert found["torch.distributed gloo/NCCL ephemeral ports (train_check)"] == CLUSTER
@@ -163,14 +171,13 @@ def test_an_ipv6_source_gets_an_ip6_rule_and_addresses_are_written_canonically()
 
 
 def test_nfs_opens_to_the_export_s_addresses_and_networks_not_its_names_and_not_the_world():
-    found = {why: sources for why, _, sources in lines(rules("dp1", services(
-        shared_storage_export_clients=["10.231.0.0/24", "login1.example.com", "10.5.5.5"])))}
+    found = sources(rules("dp1", services(
+        shared_storage_export_clients=["10.231.0.0/24", "login1.example.com", "10.5.5.5"])))
     assert found["NFS (shared_storage)"] == ["10.231.0.0/24"] + CLUSTER + ["10.5.5.5"]
     with pytest.raises(Refused, match=r"dp1: shared_storage_export_clients is '\*': every address: the firewall "
                                       "would open this service to the world; set firewall_allow_world: true"):
         rules("dp1", services(shared_storage_export_clients=["*"]))
-    assert "NFS (shared_storage)" not in {why for why, _, _ in lines(rules("dp1", services(
-        shared_storage_server="nas1:/export")))}
+    assert "NFS (shared_storage)" not in whys(rules("dp1", services(shared_storage_server="nas1:/export")))
 
 
 def test_every_problem_of_the_node_is_named_at_once():
