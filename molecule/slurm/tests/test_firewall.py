@@ -197,7 +197,7 @@ def test_an_injected_port_range_and_a_world_source_are_refused_with_nothing_chan
     assert result.returncode != 0
     assert "train_check_ephemeral_ports is '32768-60999 accept; tcp dport 0-65535'" in result.output, result.output
     assert "firewall_allowed_sources is '0.0.0.0/0'" in result.output, result.output
-    assert "firewall_allow_world" in result.output and "slurmd 6818/tcp" in result.output, result.output
+    assert "firewall_allow_world" in result.output and "6818" in result.output, result.output
     assert set(changed(result).values()) <= {0}
     assert state() == before
     for name in NODES:
@@ -213,7 +213,8 @@ def test_torch_s_ephemeral_range_is_opened_between_the_compute_nodes_only():
     result = ansible_playbook("playbooks/firewall.yml", "--check", "--diff",
                               "-e", json.dumps({"firewall_allowed_sources": [outside]}))
     assert result.returncode == 0, result.output
-    added = [line for line in result.stdout.splitlines() if line.startswith("+") and " dport " in line]
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout)
+    added = [line for line in plain.splitlines() if line.startswith("+") and " dport " in line]
     assert any("tcp dport 6818 " in line and outside in line for line in added), added
     assert not any("32768-60999" in line for line in added), added
     for name in NODES:
