@@ -4,27 +4,25 @@
 """Action plugin lockstep.gpu.apt: ansible.builtin.apt that waits for the dpkg lock.
 
 Every apt task of the roles runs through it. It passes its arguments to
-ansible.builtin.apt with ``lock_timeout`` set from ``apt_repo_lock_timeout``
-(the variable of the internal role apt_repo, the building block for apt),
+ansible.builtin.apt with ``lock_timeout`` set from ``apt_repo_lock_timeout``,
 runs it again up to ``apt_repo_lock_retries`` times while another process
 holds the dpkg or apt lock (unattended-upgrades at first boot), and then
 fails saying which lock is held, by which process, on which node, and which
-variables to raise.
+variables to raise. Both settings are the cluster contract's (role
+lockstep.gpu.cluster, which every Lockstep role depends on): they come with
+the task's variables, the inventory's or else the contract's defaults.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-import yaml
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 display = Display()
 
-# The role whose defaults declare the settings: roles/apt_repo beside plugins/.
-DEFAULTS = Path(__file__).resolve().parents[2] / "roles" / "apt_repo" / "defaults" / "main.yml"
+# The settings, from the task's variables (declared by the cluster contract).
 SETTINGS = ("apt_repo_lock_timeout", "apt_repo_lock_retries")
 
 # What apt-get and python-apt say when a lock is held.
@@ -72,11 +70,13 @@ class ActionModule(ActionBase):
     _supports_async = False
 
     def _settings(self, task_vars: dict) -> tuple[int, int]:
-        defaults = yaml.safe_load(DEFAULTS.read_text(encoding="utf-8")) if DEFAULTS.is_file() else {}
-        values = []
-        for name in SETTINGS:
-            value = task_vars[name] if name in task_vars else defaults.get(name)
-            values.append(check_setting(name, self._templar.template(value)))
+        missing = [name for name in SETTINGS if name not in task_vars]
+        if missing:
+            raise ValueError(
+                f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set: the action lockstep.gpu.apt "
+                "reads them from the cluster contract (role lockstep.gpu.cluster, which every Lockstep role depends "
+                "on); run it in a play that lists lockstep.gpu.cluster or a Lockstep role, or set them")
+        values = [check_setting(name, self._templar.template(task_vars[name])) for name in SETTINGS]
         return values[0], values[1]
 
     def run(self, tmp=None, task_vars=None):

@@ -19,8 +19,10 @@ description:
     C(apt_repo_lock_timeout) seconds.
   - When the lock is still held it fails saying so, with the lock, the process holding it as apt names it,
     the node, and the variables to raise; M(ansible.builtin.apt)'s own message follows.
-  - Both variables belong to the internal role C(lockstep.gpu.apt_repo), Lockstep's building block for apt
-    (C(roles/apt_repo/defaults/main.yml)); every apt task of Lockstep's roles runs through this action.
+  - Both variables are the cluster contract's (the internal role C(lockstep.gpu.cluster), which every Lockstep role
+    depends on, C(roles/cluster/defaults/main.yml)), read from the task's variables; every apt task of Lockstep's
+    roles runs through this action. Without them (a play with neither that role nor a Lockstep role) it fails
+    naming them.
 version_added: "0.1.0"
 author:
   - Lockstep contributors (@lockstep)

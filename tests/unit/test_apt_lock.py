@@ -8,6 +8,7 @@ replaced by a stand-in that answers those messages.
 
 from __future__ import annotations
 
+from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -53,9 +54,12 @@ def test_other_settings_fail_naming_variable_value_and_what_it_takes(value):
         action.check_setting("apt_repo_lock_retries", value)
 
 
-def test_the_role_defaults_declare_both_settings():
-    defaults = yaml.safe_load(action.DEFAULTS.read_text())
-    assert {name: type(defaults[name]) for name in action.SETTINGS} == dict.fromkeys(action.SETTINGS, int)
+# The cluster contract's defaults, which every Lockstep role's tasks see.
+CONTRACT = yaml.safe_load((Path(action.__file__).resolve().parents[2] / "roles/cluster/defaults/main.yml").read_text())
+
+
+def test_the_cluster_contract_declares_both_settings():
+    assert {name: type(CONTRACT[name]) for name in action.SETTINGS} == dict.fromkeys(action.SETTINGS, int)
 
 
 def run(answers, task_vars, args=None):
@@ -97,14 +101,23 @@ def test_other_failures_are_not_retried_and_keep_apt_s_message():
     assert result["msg"] == OTHER["msg"]
 
 
-def test_without_inventory_settings_the_role_defaults_apply_and_a_task_s_own_lock_timeout_wins():
-    _result, calls = run([{"changed": False}], {})
+def test_without_inventory_settings_the_contract_s_defaults_apply_and_a_task_s_own_lock_timeout_wins():
+    defaults = {name: CONTRACT[name] for name in action.SETTINGS}
+    _result, calls = run([{"changed": False}], defaults)
     assert calls[0][1]["lock_timeout"] == 120
-    _result, calls = run([{"changed": False}], {}, args={"name": ["rsync"], "lock_timeout": 9})
+    _result, calls = run([{"changed": False}], defaults, args={"name": ["rsync"], "lock_timeout": 9})
     assert calls[0][1]["lock_timeout"] == 9
 
 
+def test_without_the_settings_at_all_it_fails_naming_them_and_the_contract():
+    result, calls = run([], {"apt_repo_lock_timeout": 5})
+    assert calls == []
+    assert result["failed"]
+    assert result["msg"].startswith("apt_repo_lock_retries is not set: the action lockstep.gpu.apt reads them from "
+                                    "the cluster contract (role lockstep.gpu.cluster")
+
+
 def test_a_bad_setting_fails_before_apt_runs():
-    result, calls = run([], {"apt_repo_lock_timeout": "soon"})
+    result, calls = run([], {"apt_repo_lock_timeout": "soon", "apt_repo_lock_retries": 2})
     assert calls == []
     assert result == {"failed": True, "msg": "apt_repo_lock_timeout is 'soon': it takes a whole number of seconds >= 0"}

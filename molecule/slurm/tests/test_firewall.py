@@ -163,16 +163,60 @@ def test_undeclared_port_refused_and_exporter_port_only_from_the_monitoring_serv
         here.run("systemctl stop " + " ".join(units.values()))
 
 
+def state():
+    """Every node's loaded ruleset and the checksum of its /etc/nftables.conf."""
+    return {name: (node(name).check_output("nft list ruleset"),
+                   node(name).check_output("sha256sum /etc/nftables.conf")) for name in NODES}
+
+
+def changed(result) -> dict:
+    """{node: changed} of a run's recap."""
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout)
+    return {h: int(c) for h, c in re.findall(r"\b(sl\d)\s+:\s+ok=\d+\s+changed=(\d+)", plain)}
+
+
 def test_ruleset_error_fails_before_anything_is_applied():
-    def state():
-        return {name: (node(name).check_output("nft list ruleset"),
-                       node(name).check_output("sha256sum /etc/nftables.conf")) for name in NODES}
     before = state()
     result = ansible_playbook("playbooks/firewall.yml", "-e",
                               json.dumps({"firewall_extra_rules": ["tcp dport 8080 acept"]}))
     assert result.returncode != 0
     assert "Write the ruleset, checked by nft -c" in result.output, result.output
     assert "failed to validate" in result.output and "acept" in result.output, result.output
-    plain = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout)
-    assert {h: int(c) for h, c in re.findall(r"\b(sl\d)\s+:\s+ok=\d+\s+changed=(\d+)", plain)} == dict.fromkeys(NODES, 0)
+    assert changed(result) == dict.fromkeys(NODES, 0)
     assert state() == before
+
+
+def test_an_injected_port_range_and_a_world_source_are_refused_with_nothing_changed():
+    """Issue 29, findings 1 and 3: train_check_ephemeral_ports carrying a second rule, and 0.0.0.0/0 in
+    firewall_allowed_sources, are refused naming both variables (and the ports the world would reach);
+    no node's file or loaded ruleset changes, and nothing opens 0-65535 or to every address."""
+    before = state()
+    result = ansible_playbook("playbooks/firewall.yml", "-e", json.dumps({
+        "train_check_ephemeral_ports": "32768-60999 accept; tcp dport 0-65535",
+        "firewall_allowed_sources": ["0.0.0.0/0"]}))
+    assert result.returncode != 0
+    assert "train_check_ephemeral_ports is '32768-60999 accept; tcp dport 0-65535'" in result.output, result.output
+    assert "firewall_allowed_sources is '0.0.0.0/0'" in result.output, result.output
+    assert "firewall_allow_world" in result.output and "6818" in result.output, result.output
+    assert set(changed(result).values()) <= {0}
+    assert state() == before
+    for name in NODES:
+        ruleset = node(name).check_output("nft list ruleset")
+        assert "0-65535" not in ruleset and "0.0.0.0/0" not in ruleset
+
+
+def test_torch_s_ephemeral_range_is_opened_between_the_compute_nodes_only():
+    """Issue 29, finding 9: with the controller among firewall_allowed_sources, every port open within the
+    cluster takes it too, but not train_check's ephemeral range (32768-60999): only the compute nodes (all three
+    here, the head computes), and only on them. Rendered in check mode: nothing is applied."""
+    outside = controller()
+    result = ansible_playbook("playbooks/firewall.yml", "--check", "--diff",
+                              "-e", json.dumps({"firewall_allowed_sources": [outside]}))
+    assert result.returncode == 0, result.output
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout)
+    added = [line for line in plain.splitlines() if line.startswith("+") and " dport " in line]
+    assert any("tcp dport 6818 " in line and outside in line for line in added), added
+    assert not any("32768-60999" in line for line in added), added
+    for name in NODES:
+        loaded = [rule for rule in accepted(name) if rule[2] == "32768-60999"]
+        assert loaded == [(frozenset(ip(n) for n in NODES), "tcp", "32768-60999")]
