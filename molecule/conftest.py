@@ -11,6 +11,7 @@ declared state instead of repeating it.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from functools import lru_cache
 
@@ -19,6 +20,11 @@ import testinfra
 import yaml
 
 SSH_ARGS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+# Molecule sets ANSIBLE_FORCE_COLOR when its own output is a terminal (CI's
+# is), and the tests inherit it: the playbooks they run print plain text, and
+# any colour code left is removed before a message is looked for.
+NO_COLOUR = {"ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1", "PY_COLORS": "0"}
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 @lru_cache(maxsize=None)
@@ -69,14 +75,15 @@ def ansible_playbook(playbook: str, *args: str, inventory: str | None = None, en
     molecule links group_vars and any scenario inventory); ``env`` adds to
     the environment (e.g. ANSIBLE_CALLBACK_RESULT_FORMAT). Returns the
     CompletedProcess; ``.output`` holds stdout and stderr with white space
-    collapsed and quotes undoubled, since the YAML callback folds long lines
+    collapsed and quotes undoubled, since the YAML callback folds long lines (colour codes removed)
     and doubles the single quotes of single-quoted strings.
     """
     if inventory is None:
         inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
     result = subprocess.run(
         ["ansible-playbook", "-i", inventory, playbook, *args],
-        capture_output=True, text=True, cwd=PROJECT, check=False, env=dict(os.environ, **(env or {})),
+        capture_output=True, text=True, cwd=PROJECT, check=False, env=dict(os.environ, **NO_COLOUR, **(env or {})),
     )
-    result.output = " ".join((result.stdout + result.stderr).split()).replace("''", "'")
+    plain = ANSI.sub("", result.stdout + result.stderr)
+    result.output = " ".join(plain.split()).replace("''", "'")
     return result

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import testinfra
-from conftest import SSH_ARGS, ansible_playbook, node
+from conftest import NO_COLOUR, SSH_ARGS, ansible_playbook, node
 
 NODES = ("ft1", "ft2", "ft3")
 SCENARIO = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"])
@@ -175,7 +175,7 @@ def test_a_dpkg_lock_released_in_time_is_waited_for_and_the_converge_passes(ft2_
     command = ["ansible-playbook", "-i", os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"]),
                "playbooks/base.yml", "-e", "apt_repo_lock_timeout=300"]
     with subprocess.Popen(command, cwd=os.environ["MOLECULE_PROJECT_DIRECTORY"], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True) as run:
+                          stderr=subprocess.STDOUT, text=True, env=dict(os.environ, **NO_COLOUR)) as run:
         lines = []
         for line in run.stdout:
             lines.append(line)
@@ -224,7 +224,7 @@ def test_a_node_stopped_mid_converge_is_named_the_others_finish_and_its_new_addr
         moved_inventory):
     command = ["ansible-playbook", "-i", os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"]), CONVERGE]
     # One SSH try with a short timeout for the stopped node, not molecule's five.
-    env = dict(os.environ, ANSIBLE_SSH_RETRIES="1", ANSIBLE_TIMEOUT="10")
+    env = dict(os.environ, **NO_COLOUR, ANSIBLE_SSH_RETRIES="1", ANSIBLE_TIMEOUT="10")
     with subprocess.Popen(command, cwd=os.environ["MOLECULE_PROJECT_DIRECTORY"], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, env=env) as run:
         lines = []
