@@ -141,6 +141,9 @@ def test_a_wrong_token_fails_naming_the_worker_and_never_shows_the_token(tmp_pat
     ({"dk3": {"gpustack_worker_port": 22}}, ["gpustack_worker_port is 22 on dk3, but another program listens there"]),
     ({"dk2": {"gpustack_server_address": "10.231.3.99"}, "dk3": {"gpustack_server_address": "10.231.3.99"}},
      ["dk2 cannot reach the GPUStack server at http://10.231.3.99:8080", "dk3 cannot reach the GPUStack server at"]),
+    # Issue 29, finding 6: a newline and a quote would add keys to the workers' config.yaml.
+    ({"dk2": {"gpustack_token": 'Secret0123456789"\nserver_url: http://10.9.9.9'}},
+     ["gpustack_token (not shown) must be at least 16 characters", "no white space, newline, quote or backslash"]),
 ])
 def test_bad_inputs_fail_in_the_preflight_and_change_nothing(tmp_path, extra, messages):
     before = {name: sha256(name, CONFIG) for name in NODES}

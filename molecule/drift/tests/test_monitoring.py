@@ -21,7 +21,7 @@ import urllib.request
 
 import pytest
 import yaml
-from conftest import node
+from conftest import ansible_playbook, node
 
 NODES = ("dr1", "dr2", "dr3")
 GOOD, OLD = "2.18.3-1+cuda12.1", "2.18.1-1+cuda12.1"
@@ -194,3 +194,32 @@ def test_a_package_changed_on_one_node_raises_lockstep_drift_until_it_is_put_bac
     collect_now("dr3")
     assert wait_for("LockstepDrift resolved",
                     lambda: component("nccl.package") == dict.fromkeys(NODES, GOOD) and not drift_alerts())
+
+
+# Issue 29, finding 4: a port where an address belongs is refused before
+# anything changes; a Prometheus that systemd starts but that dies at once
+# fails the run naming it, its settings and its own log line, and the next
+# converge with good settings brings it back.
+def test_a_listen_address_with_a_port_is_refused_with_nothing_changed():
+    before = node("dr1").file("/etc/default/prometheus").content_string
+    result = ansible_playbook("playbooks/monitoring.yml", "-e", "monitoring_prometheus_listen_address=0.0.0.0:9090")
+    assert result.returncode != 0
+    assert "monitoring_prometheus_listen_address is '0.0.0.0:9090': it must be an IPv4 address" in result.output, \
+        result.output[-3000:]
+    assert node("dr1").file("/etc/default/prometheus").content_string == before
+    assert node("dr1").service("prometheus").is_running
+
+
+def test_a_prometheus_that_cannot_start_fails_the_run_naming_it_and_a_good_converge_brings_it_back():
+    # A valid address that is not the node's: Prometheus cannot bind it and exits.
+    try:
+        result = ansible_playbook("playbooks/monitoring.yml", "-e", "monitoring_prometheus_listen_address=10.99.99.99")
+        assert result.returncode != 0
+        assert ("Prometheus on dr1 does not answer on 10.99.99.99:9090 (service prometheus:" in result.output
+                and "monitoring_prometheus_listen_address is '10.99.99.99'" in result.output), result.output[-3000:]
+        assert "cannot assign requested address" in result.output, result.output[-3000:]
+    finally:
+        result = ansible_playbook("playbooks/monitoring.yml")
+    assert result.returncode == 0, result.output[-3000:]
+    assert wait_for("every node exporter up again",
+                    lambda: {i: t["health"] for i, t in node_targets().items()} == dict.fromkeys(NODES, "up"))

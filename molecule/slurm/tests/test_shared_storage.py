@@ -106,6 +106,31 @@ def test_kernel_mount_fails_naming_server_and_export():
     assert node("sl3").file("/etc/fstab").content_string == before
 
 
+# Issue 29, finding 2: a client carrying a second EXPORT block (that exported
+# /etc read-write to everyone), and '*' without shared_storage_export_world.
+INJECTED = ("10.231.9.0/24; }; EXPORT { Export_Id = 2; Path = /etc; Pseudo = /etc; Access_Type = RW; "
+            "Squash = No_Root_Squash; Clients = *; FSAL { Name = VFS; } } #")
+
+
+def test_an_injected_or_world_export_client_is_refused_and_the_export_stays():
+    conf = "/etc/ganesha/ganesha.conf"
+    before = node(HEAD).file(conf).content_string
+    result = ansible_playbook("playbooks/shared_storage.yml", "-e",
+                              json.dumps({"shared_storage_export_clients": ["10.231.9.0/24", INJECTED, "*"]}))
+    assert result.returncode != 0
+    assert "The NFS export is not written: shared_storage_export_clients is '10.231.9.0/24; }; EXPORT" \
+        in result.output, result.output[-3000:]
+    assert ("shared_storage_export_clients is '*': an address, a network (10.0.0.0/24) or a host name; '*' and /0 "
+            "export to every address and need shared_storage_export_world: true") in result.output
+    assert "Shared storage on every cluster node" not in result.output
+    # The file and the live export are what they were: /etc is not exported, the store still is.
+    assert node(HEAD).file(conf).content_string == before
+    assert "Path = /etc" not in before
+    assert node("sl2").run("nfs-ls %s", f"nfs://{HEAD}/etc?version=4").rc != 0
+    listing = node("sl2").check_output("nfs-ls %s", nfs(""))
+    assert "models" in listing.split(), listing
+
+
 def gpu_facts(name: str) -> dict:
     inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
     # Plain one-line output (molecule's verifier forces colours on).

@@ -123,6 +123,11 @@ UNRESOLVABLE = {"all": {"children": {"cluster": {"children": {"workers": {"hosts
      "slurm_partitions: partition 'gpu' with nodes ['sl1', 'sl9']: names sl9, not a compute node of the inventory"),
     ("slurm", "Slurm on every cluster node", {"slurm_real_memory": -512}, None,
      "slurm_real_memory of sl1 is '-512': it must be a whole number of MiB, 1 or more"),
+    # Issue 29, finding 6: more memory than the node has; srun's range over slurmd's and slurmctld's ports.
+    ("slurm", "Slurm on every cluster node", {"slurm_real_memory": 99999999}, None,
+     "slurm_real_memory of sl1 is '99999999' MiB and the node has"),
+    ("slurm", "Slurm on every cluster node", {"slurm_srun_port_range": "6000-7000"}, None,
+     "slurm_slurmd_port is '6818' and slurm_srun_port_range is '6000-7000': both tcp on sl2"),
     ("slurm", "Slurm on every cluster node", {}, UNRESOLVABLE,
      "sl1 cannot resolve sl4 (getent hosts): Slurm reaches its nodes by their inventory names"),
     ("shared_storage", "Shared storage on every cluster node", {"shared_storage_path": "shared"}, None,
