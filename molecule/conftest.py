@@ -82,7 +82,7 @@ def ansible_playbook(playbook: str, *args: str, inventory: str | None = None, en
         inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
     result = subprocess.run(
         ["ansible-playbook", "-i", inventory, playbook, *args],
-        capture_output=True, text=True, cwd=PROJECT, check=False, env=dict(os.environ, **NO_COLOUR, **(env or {})),
+        capture_output=True, text=True, cwd=PROJECT, check=False, env={**os.environ, **NO_COLOUR, **(env or {})},
     )
     plain = ANSI.sub("", result.stdout + result.stderr)
     result.output = " ".join(plain.split()).replace("''", "'")

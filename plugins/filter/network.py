@@ -9,6 +9,8 @@ of its name beside this one."""
 
 from __future__ import annotations
 
+import ipaddress
+
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.lockstep.gpu.plugins.module_utils import rdma
@@ -67,7 +69,10 @@ def node_addresses(nodes, hostvars):
 
     A node's ``base_node_address`` where it is set, else the IPv4 address of
     its default route from its facts (``ansible_facts.default_ipv4``), else
-    ``""`` (no facts, no route): callers decide what a missing one means.
+    its ``ansible_host`` when that is an IP address (a run with ``--limit``
+    has no facts of the other nodes: without this, a worker's server URL
+    would turn into the server's name and its configuration would change),
+    else ``""``: callers decide what a missing one means.
     """
     addresses = {}
     for name in nodes or []:
@@ -77,8 +82,15 @@ def node_addresses(nodes, hostvars):
             addresses[name] = str(declared)
             continue
         route = ((node.get("ansible_facts") or {}).get("default_ipv4") or {}).get("address")
-        addresses[name] = str(route) if route else ""
+        addresses[name] = str(route) if route else _ip_or_empty(node.get("ansible_host"))
     return addresses
+
+
+def _ip_or_empty(value) -> str:
+    try:
+        return str(ipaddress.ip_address(str(value))) if value else ""
+    except ValueError:
+        return ""
 
 
 class FilterModule:

@@ -154,3 +154,15 @@ def test_node_addresses_declared_else_default_route_else_empty():
     }
     assert node_addresses(["dp2", "dp1", "dp3", "dp4", "dp5"], hostvars) == {
         "dp2": "10.0.0.12", "dp1": "192.168.50.11", "dp3": "", "dp4": "", "dp5": ""}
+
+
+def test_node_addresses_without_facts_fall_back_to_an_ansible_host_that_is_an_address():
+    """A --limit run has no facts of the other nodes: their ansible_host keeps their address the same."""
+    hostvars = {
+        "dp1": {"ansible_host": "10.231.3.11"},
+        "dp2": {"ansible_host": "dp2.example.com"},
+        "dp3": {"ansible_host": "10.231.3.13", "ansible_facts": {"default_ipv4": {"address": "10.0.0.13"}}},
+        "dp4": {"ansible_host": "fd00::4"},
+    }
+    assert node_addresses(["dp1", "dp2", "dp3", "dp4"], hostvars) == {
+        "dp1": "10.231.3.11", "dp2": "", "dp3": "10.0.0.13", "dp4": "fd00::4"}
