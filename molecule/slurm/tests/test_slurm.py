@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,27 @@ def test_slurmd_stopped_is_named_by_the_check_then_back_idle():
     assert node("sl2").service("slurmd").is_running
     assert states() == dict.fromkeys(NODES, "idle")
     assert ansible_playbook("playbooks/slurm_check.yml").returncode == 0
+
+
+# Issue 29, finding 7: a service the contract places on a node, stopped, is a
+# drift of that node (component service.stopped, declared none), even where
+# it is the only node that runs it.
+@pytest.mark.parametrize("name, unit", [("sl1", "slurmctld"), ("sl1", "nfs-ganesha")])
+def test_a_stopped_service_fails_verify_naming_node_and_service(name, unit):
+    node(name).check_output(f"systemctl stop {unit}")
+    try:
+        result = ansible_playbook("playbooks/verify.yml")
+        assert result.returncode != 0
+        assert f"{name}: service.stopped expected none, actual {unit} (inactive)" in result.output, \
+            result.output[-3000:]
+        assert not [n for n in NODES if n != name and f"{n}: service.stopped" in result.output]
+    finally:
+        node(name).check_output(f"systemctl start {unit}")
+    deadline = time.monotonic() + 90
+    while states() != dict.fromkeys(NODES, "idle") and time.monotonic() < deadline:
+        time.sleep(3)
+    result = ansible_playbook("playbooks/verify.yml")
+    assert result.returncode == 0, result.output[-3000:]
 
 
 # A fourth worker, sl4, that no node can resolve: the same container as sl3

@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+# Copyright: Lockstep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters lockstep.gpu.node_units and lockstep.gpu.service_problems: the
+systemd units a node must run, read from the cluster contract's service
+table (its ``unit`` fields: the one placement of every service), and what
+``systemctl show`` says is wrong with them (issue 29, finding 7: verify.yml
+passed while slurmctld, GPUStack or nfs-ganesha was stopped). The
+documentation is the .yml files beside this one."""
+
+from __future__ import annotations
+
+# A unit that is not started at boot will not survive the node's next one.
+NOT_AT_BOOT = ("disabled", "masked", "masked-runtime")
+
+
+def node_units(services, host):
+    """The unit specs (alternatives split by '|') of the enabled services that run on host, sorted, once each."""
+    found = set()
+    for service in services or []:
+        if service.get("unit") and service.get("enabled") and host in (service.get("nodes") or []):
+            found.add(str(service["unit"]))
+    return sorted(found)
+
+
+def unit_names(units):
+    """['a|b', 'c'] -> ['a', 'b', 'c']: the arguments of one `systemctl show`, in order."""
+    return [name for spec in units or [] for name in spec.split("|")]
+
+
+def _blocks(text):
+    """systemctl show's output: one {property: value} per unit, in the order of its arguments."""
+    blocks, current = [], {}
+    for line in (text or "").splitlines() + [""]:
+        if not line.strip():
+            if current:
+                blocks.append(current)
+            current = {}
+            continue
+        key, _sep, value = line.partition("=")
+        current[key.strip()] = value.strip()
+    return blocks
+
+
+def _problem(name, props):
+    """What is wrong with an installed unit; None when it runs, or when it is not installed here (the roles'
+    packages are components of their own: a node whose role never ran is not a node with a stopped service)."""
+    if props.get("LoadState") != "loaded":
+        return None
+    if props.get("ActiveState") != "active":
+        return f"{name} ({props.get('ActiveState') or 'unknown'})"
+    if props.get("UnitFileState") in NOT_AT_BOOT:
+        return f"{name} (active, {props['UnitFileState']})"
+    return None
+
+
+def service_problems(show_output, units):
+    """'none', or '<unit> (<state>)' for each installed required unit that is not active and enabled, by '; '."""
+    names = unit_names(units)
+    blocks = _blocks(show_output)
+    if len(blocks) != len(names):
+        return f"unreadable: systemctl show answered for {len(blocks)} of {len(names)} units"
+    state = dict(zip(names, blocks))
+    problems = []
+    for spec in units or []:
+        loaded = [name for name in spec.split("|") if state[name].get("LoadState") == "loaded"]
+        found = [_problem(name, state[name]) for name in loaded]
+        if found and all(found):
+            problems.append(found[0])
+    return "; ".join(problems) if problems else "none"
+
+
+class FilterModule:
+    """The services a node must run."""
+
+    def filters(self):
+        return {"node_units": node_units, "service_problems": service_problems}
