@@ -54,12 +54,15 @@ def _problem(name, props):
     return None
 
 
-def service_problems(show_output, units):
-    """'none', or '<unit> (<state>)' for each installed required unit that is not active and enabled, by '; '."""
+def service_problems(show_output, units, error=""):
+    """'none', or '<unit> (<state>)' for each installed required unit that is not active and enabled, by '; '.
+    error: systemctl's stderr, named when the output is short (e.g. a node whose PID 1 is not systemd)."""
     names = unit_names(units)
     blocks = _blocks(show_output)
     if len(blocks) != len(names):
-        return f"unreadable: systemctl show answered for {len(blocks)} of {len(names)} units"
+        why = (error or "").strip().splitlines()
+        return f"unreadable: systemctl show answered for {len(blocks)} of {len(names)} units" + (
+            f": {why[0].strip()}" if why else "")
     state = dict(zip(names, blocks))
     problems = []
     for spec in units or []:

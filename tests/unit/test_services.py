@@ -78,3 +78,12 @@ def test_what_is_wrong_with_one_unit_is_named(edit, expected):
 def test_an_answer_for_fewer_units_is_unreadable_not_healthy():
     assert service_problems("", ["slurmctld"]).startswith("unreadable: systemctl show answered for 0 of 1 units")
     assert service_problems("", []) == "none"
+
+
+def test_a_node_without_systemd_is_unreadable_with_systemctls_reason():
+    # systemd 252's message when PID 1 is another init (a container started without systemd).
+    error = ("System has not been booted with systemd as init system (PID 1). Can't operate.\n"
+             "Failed to connect to bus: Host is down")
+    assert service_problems("", ["slurmd", "munge"], error) == (
+        "unreadable: systemctl show answered for 0 of 2 units: System has not been booted with systemd as init "
+        "system (PID 1). Can't operate.")
