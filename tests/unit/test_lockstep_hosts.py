@@ -44,11 +44,11 @@ def test_a_file_that_holds_the_block_is_left_alone(tmp_path):
 
 def test_an_old_block_is_replaced_not_repeated(tmp_path):
     old = BLOCK.replace("10.231.1.13 dp3", "10.231.9.99 dp3")
-    text, _ = run(tmp_path, PODMAN + old + "10.0.0.9 nas1\n")
+    text, _said = run(tmp_path, PODMAN + old + "10.0.0.9 nas1\n")
     assert text == PODMAN + "10.0.0.9 nas1\n" + BLOCK
     assert text.count("dp3") == 1
 
 
 def test_a_missing_file_is_written(tmp_path):
-    text, _ = run(tmp_path, None)
+    text, _said = run(tmp_path, None)
     assert text == BLOCK

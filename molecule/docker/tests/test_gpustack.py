@@ -134,6 +134,26 @@ def test_a_wrong_token_fails_naming_the_worker_and_never_shows_the_token(tmp_pat
     assert workers_listed(declared)["dk3"] == "ready"
 
 
+# Issue 29, finding 5: a database URL of valid form with a wrong password
+# (the server's own PostgreSQL) is refused before it replaces the working
+# configuration: named with PostgreSQL's words, never with the password.
+def test_a_database_url_that_does_not_connect_is_refused_and_the_server_keeps_running(tmp_path, declared):
+    before = sha256(SERVER, CONFIG)
+    wrong = "WrongPassword" + secrets.token_hex(8)
+    url = f"postgresql://gpustack:{wrong}@127.0.0.1:5432/gpustack?sslmode=disable"
+    (tmp_path / "vars.json").write_text(json.dumps({"gpustack_database_url": url}))
+    result = ansible_playbook("playbooks/gpustack.yml", "-v", "-e", f"@{tmp_path / 'vars.json'}")
+    assert result.returncode != 0
+    assert ("gpustack_database_url (postgresql://gpustack:***@127.0.0.1:5432/gpustack?sslmode=disable): the database "
+            "refused the connection:") in result.output, result.output[-3000:]
+    assert 'password authentication failed for user "gpustack"' in result.output, result.output[-3000:]
+    leaked = wrong in result.stdout + result.stderr
+    assert not leaked, "the wrong password appears in the -v output"
+    assert sha256(SERVER, CONFIG) == before
+    assert node(SERVER).service("gpustack").is_running
+    assert workers_listed(declared) == dict.fromkeys(WORKERS, "ready")
+
+
 # Each run fails in one preflight task on every node it names (the preflight
 # stops the whole run at the first failure).
 @pytest.mark.parametrize("extra, messages", [
