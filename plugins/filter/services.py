@@ -14,12 +14,18 @@ from __future__ import annotations
 NOT_AT_BOOT = ("disabled", "masked", "masked-runtime")
 
 
+def entry_units(service):
+    """An entry's unit field as a list: a unit spec, or a list of them (slurmctld and munge), [] when none."""
+    units = service.get("unit") or []
+    return [str(units)] if isinstance(units, str) else [str(unit) for unit in units if unit]
+
+
 def node_units(services, host):
     """The unit specs (alternatives split by '|') of the enabled services that run on host, sorted, once each."""
     found = set()
     for service in services or []:
-        if service.get("unit") and service.get("enabled") and host in (service.get("nodes") or []):
-            found.add(str(service["unit"]))
+        if service.get("enabled") and host in (service.get("nodes") or []):
+            found.update(entry_units(service))
     return sorted(found)
 
 

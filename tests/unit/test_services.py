@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
-from ansible_collections.lockstep.gpu.plugins.filter.services import node_units, service_problems, unit_names
+from ansible_collections.lockstep.gpu.plugins.filter.services import (entry_units, node_units, service_problems,
+                                                               unit_names)
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOW = (ROOT / "tests/fixtures/systemd/show_head_slurmctld_failed.txt").read_text(encoding="utf-8")
@@ -34,15 +35,44 @@ def services(**inventory) -> list[dict]:
 def test_each_node_must_run_the_units_the_contract_places_on_it():
     table = services(slurm_enabled=True, shared_storage_enabled=True, monitoring_enabled=True,
                      gpustack_enabled=True, monitoring_dcgm_exporter_enabled=False)
-    assert node_units(table, "dp1") == ["gpustack", "nfs-ganesha|nfs-kernel-server", "prometheus",
-                                        "prometheus-node-exporter", "slurmctld", "slurmd"]
-    assert node_units(table, "dp2") == ["gpustack", "prometheus-node-exporter", "slurmd"]
+    assert node_units(table, "dp1") == ["gpustack", "munge", "nfs-kernel-server", "postgresql",
+                                        "prometheus", "prometheus-node-exporter", "slurmctld", "slurmd"]
+    assert node_units(table, "dp2") == ["gpustack", "munge", "prometheus-node-exporter", "slurmd"]
+
+
+def test_munge_runs_wherever_slurm_does_and_postgresql_beside_a_server_with_its_own_database():
+    table = services(slurm_enabled=True, shared_storage_enabled=True, monitoring_enabled=False,
+                     gpustack_enabled=True, shared_storage_implementation="nfs-ganesha")
+    assert node_units(table, "dp1") == ["gpustack", "munge", "nfs-ganesha", "postgresql", "slurmctld", "slurmd"]
+    assert node_units(table, "dp2") == ["gpustack", "munge", "slurmd"]
+    # An external database: no PostgreSQL on the server.
+    table = services(slurm_enabled=False, shared_storage_enabled=False, monitoring_enabled=False,
+                     gpustack_enabled=True, gpustack_database_url="postgresql://gpustack:x@db:5432/gpustack")
+    assert node_units(table, "dp1") == ["gpustack"]
+
+
+def test_munge_on_a_controller_that_computes_nothing():
+    table = services(slurm_enabled=True, slurm_head_computes=False, shared_storage_enabled=False,
+                     monitoring_enabled=False, gpustack_enabled=False)
+    assert node_units(table, "dp1") == ["munge", "slurmctld"]
+    assert node_units(table, "dp3") == ["munge", "slurmd"]
+
+
+def test_an_entry_takes_one_unit_or_a_list():
+    assert entry_units({"unit": "slurmctld"}) == ["slurmctld"]
+    assert entry_units({"unit": ["slurmd", "munge", ""]}) == ["slurmd", "munge"]
+    assert entry_units({"name": "SSH"}) == []
+    table = [{"enabled": True, "nodes": ["a"], "unit": ["slurmd", "munge"]},
+             {"enabled": True, "nodes": ["a", "b"], "unit": ["slurmctld", "munge"]},
+             {"enabled": False, "nodes": ["b"], "unit": "gpustack"}]
+    assert node_units(table, "a") == ["munge", "slurmctld", "slurmd"]
+    assert node_units(table, "b") == ["munge", "slurmctld"]
 
 
 def test_a_switched_off_role_adds_no_unit():
     table = services(slurm_enabled=True, shared_storage_enabled=False, monitoring_enabled=False,
                      gpustack_enabled=False)
-    assert node_units(table, "dp1") == ["slurmctld", "slurmd"]
+    assert node_units(table, "dp1") == ["munge", "slurmctld", "slurmd"]
     assert node_units(services(slurm_enabled=False, shared_storage_enabled=False, monitoring_enabled=False,
                                gpustack_enabled=False), "dp2") == []
 
