@@ -48,21 +48,37 @@ def _blocks(text):
     return blocks
 
 
-def _problem(name, props):
+def _problem(name, props, enabled=None):
     """What is wrong with an installed unit; None when it runs, or when it is not installed here (the roles'
-    packages are components of their own: a node whose role never ran is not a node with a stopped service)."""
+    packages are components of their own: a node whose role never ran is not a node with a stopped service).
+    enabled: what `systemctl is-enabled` said of it, which wins over show's UnitFileState."""
     if props.get("LoadState") != "loaded":
         return None
     if props.get("ActiveState") != "active":
         return f"{name} ({props.get('ActiveState') or 'unknown'})"
-    if props.get("UnitFileState") in NOT_AT_BOOT:
-        return f"{name} (active, {props['UnitFileState']})"
+    state = enabled or props.get("UnitFileState")
+    if state in NOT_AT_BOOT:
+        return f"{name} (active, {state})"
     return None
 
 
-def service_problems(show_output, units, error=""):
+def units_to_recheck(show_output, units):
+    """The loaded units whose UnitFileState `systemctl show` gives as not started at boot: asked again with
+    `systemctl is-enabled`, which reads the unit files now. The manager caches UnitFileState, and a unit
+    enabled since its last computation (seen on Debian 12: slurmd enabled by its package, the manager not
+    reloaded after) still shows "disabled" there until the next daemon-reload."""
+    names = unit_names(units)
+    blocks = _blocks(show_output)
+    if len(blocks) != len(names):
+        return []
+    return [name for name, props in zip(names, blocks)
+            if props.get("LoadState") == "loaded" and props.get("UnitFileState") in NOT_AT_BOOT]
+
+
+def service_problems(show_output, units, error="", is_enabled=""):
     """'none', or '<unit> (<state>)' for each installed required unit that is not active and enabled, by '; '.
-    error: systemctl's stderr, named when the output is short (e.g. a node whose PID 1 is not systemd)."""
+    error: systemctl's stderr, named when the output is short (e.g. a node whose PID 1 is not systemd).
+    is_enabled: the output of `systemctl is-enabled -- <units_to_recheck(show_output, units)>`, a line each."""
     names = unit_names(units)
     blocks = _blocks(show_output)
     if len(blocks) != len(names):
@@ -70,10 +86,11 @@ def service_problems(show_output, units, error=""):
         return f"unreadable: systemctl show answered for {len(blocks)} of {len(names)} units" + (
             f": {why[0].strip()}" if why else "")
     state = dict(zip(names, blocks))
+    enabled = dict(zip(units_to_recheck(show_output, units), (is_enabled or "").split()))
     problems = []
     for spec in units or []:
         loaded = [name for name in spec.split("|") if state[name].get("LoadState") == "loaded"]
-        found = [_problem(name, state[name]) for name in loaded]
+        found = [_problem(name, state[name], enabled.get(name)) for name in loaded]
         if found and all(found):
             problems.append(found[0])
     return "; ".join(problems) if problems else "none"
@@ -83,4 +100,4 @@ class FilterModule:
     """The services a node must run."""
 
     def filters(self):
-        return {"node_units": node_units, "service_problems": service_problems}
+        return {"node_units": node_units, "service_problems": service_problems, "units_to_recheck": units_to_recheck}

@@ -13,7 +13,7 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 from ansible_collections.lockstep.gpu.plugins.filter.services import (entry_units, node_units, service_problems,
-                                                               unit_names)
+                                                               unit_names, units_to_recheck)
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOW = (ROOT / "tests/fixtures/systemd/show_head_slurmctld_failed.txt").read_text(encoding="utf-8")
@@ -117,3 +117,15 @@ def test_a_node_without_systemd_is_unreadable_with_systemctls_reason():
     assert service_problems("", ["slurmd", "munge"], error) == (
         "unreadable: systemctl show answered for 0 of 2 units: System has not been booted with systemd as init "
         "system (PID 1). Can't operate.")
+
+
+def test_a_stale_cached_disabled_is_asked_again_and_is_enableds_answer_wins():
+    # Real outputs of one Debian 12 worker at one moment (tests/fixtures/systemd/SOURCES.md).
+    show = (ROOT / "tests/fixtures/systemd/show_worker_slurmd_stale_disabled.txt").read_text(encoding="utf-8")
+    answer = (ROOT / "tests/fixtures/systemd/is_enabled_worker_slurmd.txt").read_text(encoding="utf-8")
+    assert units_to_recheck(show, ["munge", "slurmd"]) == ["slurmd"]
+    assert service_problems(show, ["munge", "slurmd"], "", answer) == "none"
+    # Without the second answer, show's word stands; a unit that really is disabled stays named.
+    assert service_problems(show, ["munge", "slurmd"]) == "slurmd (active, disabled)"
+    assert service_problems(show, ["munge", "slurmd"], "", "disabled\n") == "slurmd (active, disabled)"
+    assert service_problems(show, ["munge", "slurmd"], "", "masked\n") == "slurmd (active, masked)"
