@@ -115,8 +115,8 @@ def test_shown_hides_only_the_password():
 def test_a_driver_suffix_and_quoted_characters_are_read():
     kind, args = connect_args("postgresql+psycopg2://gp%40stack:p%2Fw@db/gpu%20stack", timeout=3)
     assert kind == "postgresql"
-    assert (args["user"], args["password"], args["dbname"], args["connect_timeout"]) == ("gp@stack", "p/w",
-                                                                                        "gpu stack", 3)
+    read = (args["user"], args["password"], args["dbname"], args["connect_timeout"])
+    assert read == ("gp@stack", "p/w", "gpu stack", 3)
 
 
 def test_the_password_never_survives_in_a_message():

@@ -12,8 +12,13 @@ from pathlib import Path
 import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
-from ansible_collections.lockstep.gpu.plugins.filter.services import (entry_units, node_units, service_problems,
-                                                               unit_names, units_to_recheck)
+from ansible_collections.lockstep.gpu.plugins.filter.services import (
+    entry_units,
+    node_units,
+    service_problems,
+    unit_names,
+    units_to_recheck,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOW = (ROOT / "tests/fixtures/systemd/show_head_slurmctld_failed.txt").read_text(encoding="utf-8")
