@@ -124,7 +124,7 @@ def test_a_stopped_service_fails_verify_naming_node_and_service(name, unit, rest
         assert result.returncode != 0
         assert f"{name}: service.stopped expected none, actual {unit} (inactive)" in result.output, \
             result.output[-3000:]
-        assert not [n for n in NODES if n != name and f"{n}: service.stopped" in result.output]
+        assert not [n for n in NODES if n != name and f"{n}: service.stopped expected" in result.output]
     finally:
         for again in restart:
             node(name).check_output(f"systemctl start {again}")

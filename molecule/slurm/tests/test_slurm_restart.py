@@ -23,7 +23,7 @@ def wait_until(what: str, check, seconds: int = 180):
     while True:
         try:
             found = check()
-        except AssertionError:  # testinfra: the node does not answer yet
+        except (AssertionError, RuntimeError):  # testinfra: the node (its sshd) does not answer yet
             found = None
         if found or time.monotonic() > deadline:
             break
