@@ -87,3 +87,9 @@ def ansible_playbook(playbook: str, *args: str, inventory: str | None = None, en
     plain = ANSI.sub("", result.stdout + result.stderr)
     result.output = " ".join(plain.split()).replace("''", "'")
     return result
+
+
+def drift_named(output: str, host: str, component: str) -> bool:
+    """Whether verify.yml's output names a drift of host's component now: not a line of what was resolved
+    since the previous run ("resolved: dk1: service.stopped expected ..."), which a passing run prints too."""
+    return re.search(rf"(?<!resolved: ){re.escape(host)}: {re.escape(component)} expected", output) is not None

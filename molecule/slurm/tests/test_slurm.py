@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import PROJECT, ansible_playbook, node
+from conftest import PROJECT, ansible_playbook, drift_named, node
 
 NODES = ("sl1", "sl2", "sl3")
 HEAD = "sl1"
@@ -124,7 +124,7 @@ def test_a_stopped_service_fails_verify_naming_node_and_service(name, unit, rest
         assert result.returncode != 0
         assert f"{name}: service.stopped expected none, actual {unit} (inactive)" in result.output, \
             result.output[-3000:]
-        assert not [n for n in NODES if n != name and f"{n}: service.stopped expected" in result.output]
+        assert not [n for n in NODES if n != name and drift_named(result.output, n, "service.stopped")]
     finally:
         for again in restart:
             node(name).check_output(f"systemctl start {again}")
