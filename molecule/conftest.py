@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 from functools import lru_cache
 
 import pytest
@@ -93,3 +94,19 @@ def drift_named(output: str, host: str, component: str) -> bool:
     """Whether verify.yml's output names a drift of host's component now: not a line of what was resolved
     since the previous run ("resolved: dk1: service.stopped expected ..."), which a passing run prints too."""
     return re.search(rf"(?<!resolved: ){re.escape(host)}: {re.escape(component)} expected", output) is not None
+
+
+def wait_until(what: str, check, seconds: int = 180, every: float = 3):
+    """check() until it returns something true, at most `seconds`; fail naming what was awaited. A check that
+    raises AssertionError or RuntimeError (testinfra: the node, its sshd, does not answer yet) is tried again."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            found = check()
+        except (AssertionError, RuntimeError):
+            found = None
+        if found or time.monotonic() > deadline:
+            break
+        time.sleep(every)
+    assert found, f"{what}: not within {seconds} s"
+    return found

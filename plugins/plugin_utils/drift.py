@@ -6,7 +6,8 @@
 The filter lockstep.gpu.drift calls :func:`drift`; the renderers are
 report_table, report_markdown and report_html beside this file::
 
-    drift(facts, expected=None, ignore=None)     -> report (dict)
+    drift(facts, expected=None, ignore=None, locked=None) -> report (dict)
+    stack_lock(report)                            -> {component: value}
     drift_table(report, drift_only=False, max_cell=40, max_hosts=None, width=0, changes=True) -> str
     drift_markdown(report)                        -> str
     drift_html(report, title="Lockstep drift report", drift_only=False, fold_above=12) -> str
@@ -42,6 +43,14 @@ equals ``1``.
 legitimately differ (hostnames, serials, UUIDs). A component that is both
 ignored and declared in ``expected`` is checked: the declaration wins.
 
+``locked``: the stack lock (``inventories/<cluster>/stack-lock.yml``, written
+by playbooks/lock.yml with :func:`stack_lock` from a clean run):
+``{component: value}`` recorded when the cluster verified clean. Each of its
+components not declared in ``expected`` (and not ignored) is checked on
+every host like a declared one, with source ``lock``: a change that reached
+every node alike drifts on each. With a lock, a component it lacks is
+compared by majority and flagged ``new`` (listed in the report's ``new``).
+
 Expected value
 --------------
 Declared when present -- then even a uniformly wrong cluster drifts on every
@@ -55,13 +64,15 @@ is flagged ``tie: true``). Unreadable hosts never vote.
 Report
 ------
 ``{"hosts", "components", "ignored", "expected", "drifts", "by_component",
-"ok", "lockstep_version"}`` (``ignored``: the components seen and skipped by
+"ok", "locked", "new", "lockstep_version"}`` (``locked``: whether a lock was
+given; ``new``: the components it lacks) (``ignored``: the components seen and skipped by
 ``ignore``; ``lockstep_version``: the collection's version);
 each drift is ``{"host", "component", "expected", "actual", "reason"}`` with
 reason ``differs`` | ``missing`` | ``unreadable`` | ``unexpected``. For
 ``unreadable`` the actual is the ``{"error": ...}`` dict; for ``missing`` it
 is None. ``by_component[c]`` holds ``expected``, ``source`` (``declared`` |
-``majority`` | ``none`` when no host could be read), ``deviating_hosts``,
+``lock`` | ``majority`` | ``none`` when no host could be read), ``new`` (only
+with a lock that lacks it), ``deviating_hosts``,
 ``absent`` (the expectation is that the component is absent), ``tie`` and
 ``values``: ``[{"value", "hosts"}]``, the readable values with the hosts that
 hold them, most common first. The renderers draw their cells from it.
@@ -232,7 +243,19 @@ def _ignore_matcher(ignore):
     return lambda name: regex.match(str(name)) is not None
 
 
-def drift(facts, expected=None, ignore=None):
+def _with_lock(expected, locked, is_ignored):
+    """expected over the stack lock (less its ignored components): {component: value} and
+    {component: 'declared' | 'lock'}."""
+    if locked is None:
+        locked = {}
+    if not isinstance(locked, Mapping):
+        raise AnsibleFilterError(f"drift: the stack lock must be a mapping of component -> value, got {locked!r}")
+    merged = {c: v for c, v in locked.items() if not is_ignored(c)}
+    merged.update(expected)
+    return merged, {c: "declared" if c in expected else "lock" for c in merged}
+
+
+def drift(facts, expected=None, ignore=None, locked=None):
     """Compare the same components across hosts; see the module docstring."""
     if not isinstance(facts, Mapping):
         raise AnsibleFilterError(
@@ -244,6 +267,8 @@ def drift(facts, expected=None, ignore=None):
         raise AnsibleFilterError(
             f"drift: expected must be a mapping of component -> value, got {expected!r}"
         )
+    is_ignored = _ignore_matcher(ignore)
+    expected, sources = _with_lock(expected, locked, is_ignored)
     for comp, declared in expected.items():
         if isinstance(declared, Mapping) and not is_error(declared):
             _check_constraint(comp, declared)
@@ -252,7 +277,6 @@ def drift(facts, expected=None, ignore=None):
                 f"drift: expected value of {comp!r} must be a scalar or a constraint dict, "
                 f"got {declared!r}"
             )
-    is_ignored = _ignore_matcher(ignore)
 
     hosts = sorted(facts, key=str)
     host_index = {h: i for i, h in enumerate(hosts)}
@@ -313,7 +337,7 @@ def drift(facts, expected=None, ignore=None):
 
         if c in expected:
             declared = expected[c]
-            source = "declared"
+            source = sources[c]
             exp_value = declared
             is_constraint = isinstance(declared, Mapping)
             absent = bool(is_constraint and declared.get("absent"))
@@ -392,6 +416,8 @@ def drift(facts, expected=None, ignore=None):
             "deviating_hosts": deviating,
             "values": [{"value": rep[k], "hosts": list(g[k])} for k in ordered],
         }
+        if locked and c not in expected:
+            by_component[c]["new"] = True
 
     drifts.sort(key=lambda d: (host_index[d["host"]], str(d["component"])))
     return {
@@ -402,5 +428,23 @@ def drift(facts, expected=None, ignore=None):
         "drifts": drifts,
         "by_component": by_component,
         "ok": not drifts,
+        "locked": bool(locked),
+        "new": [c for c in components if by_component[c].get("new")],
         "lockstep_version": LOCKSTEP_VERSION,
     }
+
+
+def stack_lock(report):
+    """{component: value} of a report without drifts: each component's one value, what playbooks/lock.yml
+    writes as the cluster's declared state. Components no host has, or that hosts may lack (the majority
+    is absence), are left out; a report with drifts is an error (lock a cluster that verifies clean)."""
+    if report.get("drifts"):
+        hosts = sorted({str(d["host"]) for d in report["drifts"]})
+        raise AnsibleFilterError(f"stack_lock: the nodes drift ({len(report['drifts'])} drift(s) on "
+                                 f"{', '.join(hosts)}): lock a cluster that verifies clean")
+    lock = {}
+    for c, info in report["by_component"].items():
+        if info.get("absent") or len(info.get("values") or ()) != 1:
+            continue
+        lock[c] = info["values"][0]["value"]
+    return dict(sorted(lock.items()))

@@ -40,7 +40,7 @@ from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_html_assets im
 # and a word (for them).
 SYMBOLS = {OK: "\u2713", DRIFT: "\u2717", UNREADABLE: "\u26a0", ABSENT: "\u2013"}
 WORDS = {OK: "agrees", DRIFT: "drifted", UNREADABLE: "unreadable", ABSENT: "not present"}
-_SOURCES = {"declared": "declared", "majority": "majority", "none": "none"}
+_SOURCES = {"declared": "declared", "lock": "lock", "majority": "majority", "none": "none"}
 
 
 def _esc(value):
@@ -79,14 +79,18 @@ def _header(report, title, groups):
     ok = not report["drifts"]
     by_component = report["by_component"]
     declared = sum(1 for info in by_component.values() if info.get("source") == "declared")
+    locked = sum(1 for info in by_component.values() if info.get("source") == "lock")
     meta = []
     if run.get("time"):
         meta.append(("Run", f'<time datetime="{_esc(run["time"])}">{_esc(format_time(run["time"]))}</time>'))
     meta.append(("Lockstep", _esc(version)))
     columns = f" in {plural(len(groups), 'column')}" if len(groups) != len(report["hosts"]) else ""
     meta.append(("Hosts", f"{len(report['hosts'])}{columns}"))
-    meta.append(("Components", f"{len(report['components'])} ({declared} declared, "
-                               f"{len(report['components']) - declared} by majority)"))
+    from_lock = f"{locked} from the stack lock, " if report.get("locked") else ""
+    meta.append(("Components", f"{len(report['components'])} ({declared} declared, {from_lock}"
+                               f"{len(report['components']) - declared - locked} by majority)"))
+    if report.get("new"):
+        meta.append(("New", _esc("not in the stack lock: " + ", ".join(map(str, report["new"])))))
     if report.get("ignored"):
         meta.append(("Ignored", _esc(", ".join(map(str, report["ignored"])))))
     return [
@@ -197,14 +201,17 @@ def _expectations(report):
     n_hosts = len(report["hosts"])
     out = ['<section id="expectations"><h2>Expectations</h2>',
            "<p>A component declared in the inventory (<code>verify_expected</code>) is checked on every host; "
+           "so is one the stack lock records (<code>stack-lock.yml</code>, written by <code>lock.yml</code>); "
            "any other must agree with the majority of the hosts that could be read.</p>",
            '<div class="scroll"><table class="list expectations"><thead><tr><th scope="col">component</th>'
            '<th scope="col">layer</th><th scope="col">expected</th><th scope="col">source</th>'
            '<th scope="col">hosts that agree</th></tr></thead><tbody>']
     for c in sorted(report["components"], key=layer_order):
         info = by_component.get(c, {})
-        source = {"declared": "declared in the inventory", "none": "none: no host could be read"}.get(
-            info.get("source"), "majority of the hosts")
+        source = {"declared": "declared in the inventory", "lock": "the stack lock",
+                  "none": "none: no host could be read"}.get(info.get("source"), "majority of the hosts")
+        if info.get("new"):
+            source += " (new: not in the stack lock)"
         if info.get("tie"):
             source += " (a tie: the first host's value)"
         agree = n_hosts - len(info.get("deviating_hosts") or ())

@@ -330,6 +330,7 @@ def test_filter_module_exposes_filters():
         "drift_changes",
         "name_check",
         "torch_check",
+        "stack_lock",
     }
 
 

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import ansible_playbook, node
 
 ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
@@ -209,3 +210,45 @@ def test_the_terminal_table_fits_120_columns_under_both_result_formats(dr3_on_ol
     found = terminal.check_tables(result.stdout, result_format, [["nccl.package"], everything])
     release = next(row for row in found[1][1] if row.startswith("os.release "))
     assert release.split() == ["os.release"] + ["Debian", "12"] * 4  # expected and 3 hosts, on one row
+
+
+# Issue 27: the stack lock. nccl.package is declared in this scenario; the
+# tests declare os.release only, so that NCCL is compared by majority unless
+# the lock records it.
+LOCK = EPHEMERAL / "stack-lock.yml"  # verify_lock_file: beside verify_reports_dir
+OS_ONLY = json.dumps({"verify_expected": {"os.release": "Debian 12"}})
+
+
+@pytest.fixture
+def every_node_on_old_nccl_and_a_lock():
+    try:
+        yield
+    finally:
+        for name in NODES:
+            install_nccl(name, GOOD)
+        LOCK.unlink(missing_ok=True)
+
+
+def test_the_lock_makes_a_change_on_every_node_alike_a_drift_of_each(every_node_on_old_nccl_and_a_lock):
+    result = playbook("lock.yml", "-e", OS_ONLY)
+    assert result.returncode == 0, result.output[-3000:]
+    lock = yaml.safe_load(LOCK.read_text())
+    assert lock["hosts"] == list(NODES) and lock["components"]["nccl.package"] == GOOD
+    assert lock["components"]["os.release"] == "Debian 12" and len(lock["components"]) == len(report()["components"])
+    for name in NODES:
+        install_nccl(name, OLD)
+    # Without the lock, as before: the nodes agree with each other.
+    assert playbook("verify.yml", "-e", OS_ONLY, "-e", "verify_use_lock=false").returncode == 0
+    result = playbook("verify.yml", "-e", OS_ONLY)
+    assert result.returncode != 0
+    for name in NODES:
+        assert f"{name}: nccl.package expected {GOOD}, actual {OLD} (differs)" in result.output, result.output[-3000:]
+    assert drifts(report()) == [(name, "nccl.package", GOOD, OLD, "differs") for name in NODES]
+    assert report()["by_component"]["nccl.package"]["source"] == "lock"
+    assert 'data-component="nccl.package" data-source="lock"' in (REPORTS / "drift.html").read_text()
+    # A cluster that drifts cannot be locked: lock.yml fails and leaves the lock as it was.
+    install_nccl("dr3", GOOD)
+    before = LOCK.read_text()
+    result = playbook("lock.yml", "-e", OS_ONLY)
+    assert result.returncode != 0 and "Write every component's value" not in result.output
+    assert LOCK.read_text() == before

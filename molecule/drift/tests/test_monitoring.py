@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import urllib.parse
 import urllib.request
 
 import pytest
 import yaml
-from conftest import ansible_playbook, node
+from conftest import ansible_playbook, node, wait_until
 
 NODES = ("dr1", "dr2", "dr3")
 GOOD, OLD = "2.18.3-1+cuda12.1", "2.18.1-1+cuda12.1"
@@ -41,14 +40,7 @@ def api(path: str, **params) -> dict:
 
 def wait_for(what, check):
     """check() until it returns something true, at most WAIT seconds; fail naming what was awaited."""
-    deadline = time.monotonic() + WAIT
-    while True:
-        found = check()
-        if found or time.monotonic() > deadline:
-            break
-        time.sleep(2)
-    assert found, f"Prometheus on dr1 did not show {what} within {WAIT} s"
-    return found
+    return wait_until(f"Prometheus on dr1 showing {what}", check, WAIT, every=2)
 
 
 def node_targets() -> dict:

@@ -10,26 +10,11 @@ a converge. Runs after test_slurm.py (file order) and leaves sl2 running.
 from __future__ import annotations
 
 import subprocess
-import time
 
-from conftest import _addresses, ansible_playbook, node
+from conftest import _addresses, ansible_playbook, node, wait_until
 
 NODES = ("sl1", "sl2", "sl3")
 HEAD = "sl1"
-
-
-def wait_until(what: str, check, seconds: int = 180):
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            found = check()
-        except (AssertionError, RuntimeError):  # testinfra: the node (its sshd) does not answer yet
-            found = None
-        if found or time.monotonic() > deadline:
-            break
-        time.sleep(3)
-    assert found, f"{what}: not within {seconds} s"
-    return found
 
 
 def states() -> dict:
