@@ -105,8 +105,37 @@ def slurm_node_plan(sinfo_output, nodes, resume_reasons):
     return plan
 
 
+def slurm_drain_plan(sinfo_output, nodes, reason, resume_reasons):
+    """{drain, ours, held, absent, details} for the nodes of a rolling upgrade's batch (role slurm's drain.yml).
+    `reason` must be one that none of `resume_reasons` matches, else a converge would resume the nodes:
+    drain: in service, or out of it without a reason: drained now with `reason`; ours: out of service with
+    exactly `reason` (drained by this upgrade, or by a run of it that stopped): resumed once the batch verified;
+    held: out of service for any other reason (an admin's drain above all), each as its detail: upgraded like the
+    others, never resumed; absent: not in sinfo (no slurmd): upgraded without Slurm."""
+    if not str(reason or "").strip() or any(p.match(str(reason)) for p in _compile(resume_reasons)):
+        raise AnsibleFilterError(f"slurm_drain_reason '{reason}' is empty or matches slurm_resume_reasons: role slurm"
+                                 " would resume the nodes a rolling upgrade drains; give the upgrade a reason of its own")
+    found = parse_sinfo_nodes(sinfo_output)
+    plan = {"drain": [], "ours": [], "held": [], "absent": [], "details": {}}
+    for name in nodes or []:
+        info = found.get(name)
+        plan["details"][name] = _detail(name, info)
+        if info is None:
+            plan["absent"].append(name)
+            continue
+        out = info["state"] in OUT or "drain" in info["flags"]
+        if out and info["reason"] == reason:
+            plan["ours"].append(name)
+        elif out and info["reason"]:
+            plan["held"].append(plan["details"][name])
+        else:
+            plan["drain"].append(name)
+    return plan
+
+
 class FilterModule:
-    """What role slurm does with each compute node after a converge."""
+    """What role slurm does with each compute node after a converge, and with a rolling upgrade's batch."""
 
     def filters(self):
-        return {"slurm_node_plan": slurm_node_plan, "slurm_reason_problems": slurm_reason_problems}
+        return {"slurm_node_plan": slurm_node_plan, "slurm_reason_problems": slurm_reason_problems,
+                "slurm_drain_plan": slurm_drain_plan}

@@ -90,9 +90,9 @@ def parse_nccl_header(text, source=None):
         suffix = string.group(1)
 
     if "NCCL_VERSION_CODE" in found:
-        version_code = _header_int("NCCL_VERSION_CODE", found, source)
+        code = _header_int("NCCL_VERSION_CODE", found, source)
     else:
-        version_code = version_code(major, minor, patch)
+        code = version_code(major, minor, patch)
 
     return {
         "version": "%d.%d.%d%s" % (major, minor, patch, suffix),
@@ -100,7 +100,7 @@ def parse_nccl_header(text, source=None):
         "minor": minor,
         "patch": patch,
         "suffix": suffix,
-        "version_code": version_code,
+        "version_code": code,
     }
 
 

@@ -8,6 +8,7 @@ report_table, report_markdown and report_html beside this file::
 
     drift(facts, expected=None, ignore=None, locked=None) -> report (dict)
     stack_lock(report)                            -> {component: value}
+    rollout_lock(lock, reference, patterns)       -> {component: value}
     drift_table(report, drift_only=False, max_cell=40, max_hosts=None, width=0, changes=True) -> str
     drift_markdown(report)                        -> str
     drift_html(report, title="Lockstep drift report", drift_only=False, fold_above=12) -> str
@@ -448,3 +449,23 @@ def stack_lock(report):
             continue
         lock[c] = info["values"][0]["value"]
     return dict(sorted(lock.items()))
+
+
+def rollout_lock(lock, reference, patterns):
+    """The lock a rolling upgrade checks its batches against (playbooks/rolling_upgrade.yml): the stack lock
+    ``lock`` ({component: value}) with each component that matches ``patterns`` (fnmatch, case-sensitive: what
+    the upgrade changes, e.g. ``nccl.*``) taken from ``reference``, the canary's components after its upgrade. A
+    component the canary no longer has leaves the lock; one it cannot read ({"error": ...}) keeps its locked
+    value, so that the canary drifts on it. Every other component keeps its locked value: the upgrade must not
+    change it, on the canary or on any later node."""
+    patterns = [str(p) for p in patterns or []]
+    new = {}
+    for c, value in (lock or {}).items():
+        if not any(fnmatch.fnmatchcase(c, p) for p in patterns):
+            new[c] = value
+        elif c in (reference or {}) and is_error(reference[c]):
+            new[c] = value
+    for c, value in (reference or {}).items():
+        if any(fnmatch.fnmatchcase(c, p) for p in patterns) and not is_error(value):
+            new[c] = value
+    return dict(sorted(new.items()))

@@ -331,6 +331,7 @@ def test_filter_module_exposes_filters():
         "name_check",
         "torch_check",
         "stack_lock",
+        "rollout_lock",
     }
 
 

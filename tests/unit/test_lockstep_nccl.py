@@ -7,6 +7,7 @@ cutting those real outputs.
 
 from __future__ import annotations
 
+import re
 import statistics
 from pathlib import Path
 
@@ -64,6 +65,16 @@ def test_header_version_code_matches_nccl_version_rule():
     assert version_code(result["major"], result["minor"], result["patch"]) == 21801
     # Before 2.9 the code had one digit less (NCCL_VERSION in nccl.h).
     assert version_code(2, 8, 3) == 2803
+
+
+def test_header_without_version_code_computes_it():
+    """A header without NCCL_VERSION_CODE (the real one's line removed) gets the code by NCCL's rule; this
+    once raised UnboundLocalError (the result's name shadowed the function), so verify read the node as
+    unreadable."""
+    text = re.sub(r"^#define NCCL_VERSION_CODE.*$", "", read(HEADER), flags=re.MULTILINE)
+    assert "#define NCCL_VERSION_CODE" not in text
+    result = parse_nccl_header(text)
+    assert (result["version"], result["version_code"]) == ("2.18.1", 21801)
 
 
 def test_header_cut_before_patch_is_rejected():

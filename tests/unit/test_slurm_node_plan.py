@@ -14,6 +14,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.lockstep.gpu.plugins.filter.slurm_nodes import (
     parse_sinfo_nodes,
+    slurm_drain_plan,
     slurm_node_plan,
     slurm_reason_problems,
 )
@@ -142,3 +143,35 @@ def test_a_resumed_node_whose_slurmd_does_not_answer_is_not_ready():
     plan = slurm_node_plan(fixture("sinfo_resumed_slurmd_stopped.txt"), NODES, REASONS)
     assert plan["ready"] == ["sl1"] and plan["waiting"] == ["sl2"]
     assert plan["details"]["sl2"] == "sl2 idle+not_responding"
+
+
+# --- rolling upgrades: which of a batch's nodes the upgrade drains and resumes -------------------------
+
+UPGRADE = "lockstep rolling upgrade: nccl"
+
+
+def test_a_batch_in_service_is_drained_and_an_admin_drain_is_held():
+    plan = slurm_drain_plan(fixture("sinfo_admin_drain_and_inval.txt"), ["sl1", "sl3"], UPGRADE, REASONS)
+    assert plan["drain"] == ["sl1"] and plan["ours"] == [] and plan["absent"] == []
+    assert plan["held"] == ["sl3 drained: RMA: GPU 3 Xid 79 (set by root at 2026-12-05T19:36:27)"]
+
+
+def test_nodes_drained_with_the_upgrade_s_reason_are_its_own_to_resume():
+    text = "".join([line("sl1", "drained", UPGRADE, "root"), line("sl2", "draining", UPGRADE, "root"),
+                    line("sl3", "drained", UPGRADE + " (old)", "root")])
+    plan = slurm_drain_plan(text, NODES, UPGRADE, REASONS)
+    assert plan["ours"] == ["sl1", "sl2"] and plan["drain"] == []
+    assert plan["held"] == [f"sl3 drained: {UPGRADE} (old) (set by root at 2026-12-05T19:36:27)"]
+
+
+def test_a_node_slurm_does_not_list_is_upgraded_without_slurm_and_a_reasonless_down_is_drained():
+    text = line("sl1", "down", "none")
+    plan = slurm_drain_plan(text, ["sl1", "gpu9"], UPGRADE, REASONS)
+    assert plan["drain"] == ["sl1"] and plan["absent"] == ["gpu9"]
+    assert plan["details"]["gpu9"] == "gpu9 not in sinfo"
+
+
+@pytest.mark.parametrize("reason", ["", "  ", "Not responding during the upgrade"])
+def test_a_drain_reason_a_converge_would_resume_is_refused(reason):
+    with pytest.raises(AnsibleFilterError, match="slurm_drain_reason .* is empty or matches slurm_resume_reasons"):
+        slurm_drain_plan(fixture("sinfo_idle.txt"), NODES, reason, REASONS)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.lockstep.gpu.plugins.plugin_utils.drift import drift, stack_lock
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.drift import drift, rollout_lock, stack_lock
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_html import drift_html
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.report_markdown import drift_markdown
 
@@ -99,3 +99,44 @@ def test_the_reports_say_which_expectations_come_from_the_lock():
     assert "not in the stack lock: pkg.htop" in html
     assert 'data-component="nccl.package" data-source="lock"' in html
     assert "| nccl.package | 2.18.3-1+cuda12.1 | lock |" in drift_markdown(report)
+
+
+# --- rolling upgrades: the canary's values of what the upgrade changes --------------------------------
+
+NEW = "2.19.3-1+cuda12.3"
+
+
+def test_the_rollout_lock_takes_the_canary_s_values_of_the_upgraded_components_only():
+    lock = {"nccl.package": GOOD, "nccl.header": "2.18.3", "cuda.default": "12.1", "os.release": "Debian 12"}
+    canary = {"nccl.package": NEW, "nccl.header": "2.19.3", "cuda.default": "12.2", "os.release": "Debian 12",
+              "os.hostname": "dp1"}
+    new = rollout_lock(lock, canary, ["nccl.*"])
+    # cuda.default keeps the lock's value: the canary's 12.2 is a drift the upgrade must not bring.
+    assert new == {"cuda.default": "12.1", "nccl.header": "2.19.3", "nccl.package": NEW, "os.release": "Debian 12"}
+    assert list(new) == sorted(new)
+    report = drift({"dp1": canary}, {}, ["os.hostname"], new)
+    assert [(d["host"], d["component"], d["expected"], d["actual"]) for d in report["drifts"]] == \
+        [("dp1", "cuda.default", "12.1", "12.2")]
+
+
+def test_a_later_node_that_differs_from_the_canary_drifts_against_the_rollout_lock():
+    lock = {"nccl.package": GOOD, "nccl.header": "2.18.3", "os.release": "Debian 12"}
+    new = rollout_lock(lock, {"nccl.package": NEW, "nccl.header": "2.19.3", "os.release": "Debian 12"}, ["nccl.*"])
+    broken = {"dp2": {"nccl.package": NEW, "nccl.header": "2.19.1", "os.release": "Debian 12"}}
+    report = drift(broken, {}, [], new)
+    assert not report["ok"]
+    assert [(d["host"], d["component"], d["expected"], d["actual"]) for d in report["drifts"]] == \
+        [("dp2", "nccl.header", "2.19.3", "2.19.1")]
+    assert report["by_component"]["nccl.header"]["source"] == "lock"
+
+
+def test_what_the_canary_lacks_leaves_the_lock_and_what_it_cannot_read_stays():
+    lock = {"nccl.package": GOOD, "nccl.dev_package": GOOD, "nccl.header": "2.18.3"}
+    canary = {"nccl.package": NEW, "nccl.header": {"error": "nccl.h: Permission denied"}}
+    assert rollout_lock(lock, canary, ["nccl.*"]) == {"nccl.header": "2.18.3", "nccl.package": NEW}
+
+
+def test_without_patterns_or_lock_the_rollout_lock_is_the_lock_or_the_canary_s_matches():
+    assert rollout_lock({"a": 1}, {"a": 2}, []) == {"a": 1}
+    assert rollout_lock({}, {"nccl.package": NEW, "os.release": "Debian 12"}, ["nccl.*"]) == {"nccl.package": NEW}
+    assert rollout_lock(None, None, None) == {}
