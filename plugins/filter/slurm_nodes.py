@@ -15,10 +15,6 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-#: The sinfo command whose output the filter reads: one line per node and
-#: partition; the reason last, since it is free text.
-SINFO_FORMAT = "%N|%T|%u|%H|%E"
-
 # States in which a node runs or takes jobs.
 READY = ("idle", "allocated", "mixed")
 # States that take a node out of service, with a reason and who set it.
@@ -26,7 +22,8 @@ OUT = ("drained", "draining", "drain", "down", "fail", "failing", "inval")
 
 
 def parse_sinfo_nodes(text):
-    """{node: {state, flags, user, since, reason}} from `sinfo --noheader --Node --format '%N|%T|%u|%H|%E'`;
+    """{node: {state, flags, user, since, reason}} from `sinfo --noheader --Node --format '%N|%T|%u|%H|%E'`
+    (role slurm's slurm_sinfo_format, the one owner of that format: the reason last, since it is free text);
     a node listed once per partition is read once. state: the base state in lower case ('idle', 'drained');
     flags: what follows it after '+' ('drain', 'not_responding', ...) and the suffixes of %T ('*')."""
     nodes = {}
