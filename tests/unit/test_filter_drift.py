@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import random
-import time
 from pathlib import Path
 
 import pytest
@@ -350,12 +349,10 @@ def _synthetic(n_hosts, n_components=40, seed=7):
     return facts
 
 
-def test_ten_thousand_hosts_under_a_second():
+def test_ten_thousand_hosts():
+    """Correctness at scale; its speed is tests/bench/bench_drift.py's (a ratio, not a timed test)."""
     facts = _synthetic(10_000)
-    start = time.perf_counter()
     report = drift(facts, ignore=["component_00"])
-    elapsed = time.perf_counter() - start
-    assert elapsed < 1.0, f"drift took {elapsed:.3f}s for 10,000 hosts"
     assert len(report["hosts"]) == 10_000
     assert len(report["components"]) == 39
     assert 0 < len(report["drifts"]) <= 100
