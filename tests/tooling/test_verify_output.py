@@ -151,3 +151,34 @@ def test_torch_built_for_cuda_12_1_on_a_510_driver_drifts_naming_both(cluster, t
     assert not any(host != "gpu4" and c == "conda.train.torch_driver" for host, c in drifted)
     assert report["by_component"]["conda.train.torch_cuda"]["expected"] == "12.1"
     assert report["by_component"]["conda.train.torch_nccl"]["expected"] == "2.18.1"
+
+
+def test_a_retaken_component_is_compared_by_majority_and_written_into_the_lock(cluster):
+    """playbooks/add_node.yml's verify: with a stack lock, verify_lock_retake's components are compared by
+    majority instead of with the lock, and a clean run writes the lock again with their new values only."""
+    import yaml
+    from ansible_collections.lockstep.gpu.plugins.plugin_utils.drift import stack_lock
+
+    ignore = json.dumps({"verify_ignore": ["docker.*"]})
+    _bundle(cluster / "bundles" / "gpu4", "a100-mig")  # every node on ptxas 12.1
+    proc, report = verify(cluster, "-e", ignore)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    locked = stack_lock(report)
+    assert locked["cuda.ptxas"] == "12.1.105" and "os.release" in locked
+    lock_file = cluster / "stack-lock.yml"  # verify_lock_file: beside the reports' folder
+    lock_file.write_text(yaml.safe_dump({"components": {**locked, "cuda.ptxas": "12.0.76"}}))
+    # The lock wins: every node drifts on the component that moved alike.
+    proc, report = verify(cluster, "-e", ignore)
+    assert proc.returncode == 2 and sorted(d["host"] for d in report["drifts"]) == list(HOSTS), proc.stdout[-3000:]
+    # Retaken: the nodes agree, the run passes, and only that component's value changes in the lock.
+    retake = json.dumps({"verify_lock_retake": ["cuda.ptx*"]})
+    proc, report = verify(cluster, "-e", ignore, "-e", retake)
+    assert proc.returncode == 0 and report["locked"], proc.stdout[-3000:]
+    lock = yaml.safe_load(lock_file.read_text())
+    assert lock["components"] == locked and sorted(lock["hosts"]) == list(HOSTS)
+    # Retaken but not agreed on: gpu4 drifts from the majority, and the lock is left as it was.
+    _bundle(cluster / "bundles" / "gpu4", "a100-mig-ptxas-12.6")
+    before = lock_file.read_text()
+    proc, report = verify(cluster, "-e", ignore, "-e", retake)
+    assert proc.returncode == 2 and [(d["host"], d["component"]) for d in report["drifts"]] == [("gpu4", "cuda.ptxas")]
+    assert lock_file.read_text() == before
