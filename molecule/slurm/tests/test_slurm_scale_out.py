@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import PROJECT, ansible_playbook, node, wait_until
+from conftest import PROJECT, SSH_ARGS, ansible_playbook, node, wait_until
 
 OLD = ("sl1", "sl2", "sl3")
 NEW, NEW_ADDRESS, NETWORK = "sl4", "10.231.9.14", "lockstep-slurm"
@@ -81,8 +81,7 @@ def extra_inventory(tmp_path_factory):
     def write(addresses: dict) -> str:
         hosts = {name: {**scenario["all"]["hosts"][HEAD], "ansible_host": address, "ansible_user": "root",
                         "ansible_connection": "ssh", "ansible_ssh_private_key_file": os.environ["LOCKSTEP_SSH_KEY"],
-                        "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
-                                                   " -o LogLevel=ERROR"} for name, address in addresses.items()}
+                        "ansible_ssh_common_args": SSH_ARGS} for name, address in addresses.items()}
         members = {"hosts": dict.fromkeys(addresses, {})}
         path.write_text(yaml.safe_dump({"all": {"hosts": hosts, "children": {"cluster": members, "workers": members}}}))
         return str(path)
