@@ -6,7 +6,7 @@
 The filter lockstep.gpu.drift calls :func:`drift`; the renderers are
 report_table, report_markdown and report_html beside this file::
 
-    drift(facts, expected=None, ignore=None, locked=None) -> report (dict)
+    drift(facts, expected=None, ignore=None, locked=None, retake=None) -> report (dict)
     stack_lock(report)                            -> {component: value}
     rollout_lock(lock, reference, patterns)       -> {component: value}
     drift_table(report, drift_only=False, max_cell=40, max_hosts=None, width=0, changes=True) -> str
@@ -52,6 +52,11 @@ every host like a declared one, with source ``lock``: a change that reached
 every node alike drifts on each. With a lock, a component it lacks is
 compared by majority and flagged ``new`` (listed in the report's ``new``).
 
+``retake``: fnmatch patterns (case-sensitive) of lock components taken anew
+(playbooks/add_node.yml: ``slurm.conf_sha256``, which names every node):
+left out of the lock, compared by majority and flagged ``retaken`` (listed
+in the report's ``retaken``), not ``new``.
+
 Expected value
 --------------
 Declared when present -- then even a uniformly wrong cluster drifts on every
@@ -65,8 +70,9 @@ is flagged ``tie: true``). Unreadable hosts never vote.
 Report
 ------
 ``{"hosts", "components", "ignored", "expected", "drifts", "by_component",
-"ok", "locked", "new", "lockstep_version"}`` (``locked``: whether a lock was
-given; ``new``: the components it lacks) (``ignored``: the components seen and skipped by
+"ok", "locked", "new", "retaken", "lockstep_version"}`` (``locked``: whether a
+lock was given; ``new``: the components it lacks; ``retaken``: those
+``retake`` took out of it) (``ignored``: the components seen and skipped by
 ``ignore``; ``lockstep_version``: the collection's version);
 each drift is ``{"host", "component", "expected", "actual", "reason"}`` with
 reason ``differs`` | ``missing`` | ``unreadable`` | ``unexpected``. For
@@ -222,20 +228,20 @@ def _constraint_matches(constraint, value):
     return True
 
 
-def _ignore_matcher(ignore):
+def _ignore_matcher(ignore, option="ignore"):
     if ignore is None:
         return lambda name: False
     if isinstance(ignore, str):
         ignore = [ignore]
     if not isinstance(ignore, (list, tuple, set, frozenset)):
         raise AnsibleFilterError(
-            f"drift: ignore must be a list of component names or patterns, got {ignore!r}"
+            f"drift: {option} must be a list of component names or patterns, got {ignore!r}"
         )
     patterns = []
     for item in ignore:
         if not isinstance(item, str):
             raise AnsibleFilterError(
-                f"drift: ignore entries must be strings, got {item!r}"
+                f"drift: {option} entries must be strings, got {item!r}"
             )
         patterns.append(fnmatch.translate(item))
     if not patterns:
@@ -256,8 +262,12 @@ def _with_lock(expected, locked, is_ignored):
     return merged, {c: "declared" if c in expected else "lock" for c in merged}
 
 
-def drift(facts, expected=None, ignore=None, locked=None):
+def drift(facts, expected=None, ignore=None, locked=None, retake=None):
     """Compare the same components across hosts; see the module docstring."""
+    is_retaken = _ignore_matcher(retake, "retake")
+    lock_given = bool(locked)
+    if isinstance(locked, Mapping):
+        locked = {c: v for c, v in locked.items() if not is_retaken(c)}
     if not isinstance(facts, Mapping):
         raise AnsibleFilterError(
             f"drift: facts must be a mapping of host -> {{component: value}}, got {type(facts).__name__}"
@@ -417,8 +427,8 @@ def drift(facts, expected=None, ignore=None, locked=None):
             "deviating_hosts": deviating,
             "values": [{"value": rep[k], "hosts": list(g[k])} for k in ordered],
         }
-        if locked and c not in expected:
-            by_component[c]["new"] = True
+        if lock_given and c not in expected:
+            by_component[c]["retaken" if is_retaken(c) else "new"] = True
 
     drifts.sort(key=lambda d: (host_index[d["host"]], str(d["component"])))
     return {
@@ -429,8 +439,9 @@ def drift(facts, expected=None, ignore=None, locked=None):
         "drifts": drifts,
         "by_component": by_component,
         "ok": not drifts,
-        "locked": bool(locked),
+        "locked": lock_given,
         "new": [c for c in components if by_component[c].get("new")],
+        "retaken": [c for c in components if by_component[c].get("retaken")],
         "lockstep_version": LOCKSTEP_VERSION,
     }
 

@@ -91,6 +91,9 @@ def _header(report, title, groups):
                                f"{len(report['components']) - declared - locked} by majority)"))
     if report.get("new"):
         meta.append(("New", _esc("not in the stack lock: " + ", ".join(map(str, report["new"])))))
+    if report.get("retaken"):
+        meta.append(("Retaken", _esc("by majority, the lock written anew after a clean run: "
+                                     + ", ".join(map(str, report["retaken"])))))
     if report.get("ignored"):
         meta.append(("Ignored", _esc(", ".join(map(str, report["ignored"])))))
     return [
@@ -212,6 +215,8 @@ def _expectations(report):
                   "none": "none: no host could be read"}.get(info.get("source"), "majority of the hosts")
         if info.get("new"):
             source += " (new: not in the stack lock)"
+        if info.get("retaken"):
+            source += " (retaken: in the stack lock, written anew after a clean run)"
         if info.get("tie"):
             source += " (a tie: the first host's value)"
         agree = n_hosts - len(info.get("deviating_hosts") or ())

@@ -146,6 +146,50 @@ def test_the_copied_code_runs_without_ansible(tmp_path):
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
+def test_one_find_names_exactly_the_copies_that_differ(tmp_path):
+    """The role's check before it copies: ansible.builtin.find of two copies as the role installs them, one
+    intact and one edited, stripped of a file and given another mode behind Ansible's back, read by filter
+    lockstep.gpu.collection_stale in Ansible. Only the damaged copy's three files are stale."""
+    listed = yaml.safe_load((ROLE / "vars/main.yml").read_text())["monitoring_lockstep_code"]
+    roots = {}
+    for copy in ("intact", "damaged"):
+        roots[copy] = tmp_path / copy / "ansible_collections/lockstep/gpu/plugins"
+        for name in listed:
+            target = roots[copy] / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(PLUGINS / name, target)
+            target.chmod(0o644)
+    damaged = roots["damaged"]
+    with open(damaged / "module_utils/collect.py", "a", encoding="utf-8") as handle:
+        handle.write("# edited on the node\n")
+    (damaged / "plugin_utils/exporter.py").chmod(0o600)
+    (damaged / "module_utils/nccl.py").unlink()
+    owner = {"owner": subprocess.run(["id", "-un"], capture_output=True, text=True, check=True).stdout.strip(),
+             "group": subprocess.run(["id", "-gn"], capture_output=True, text=True, check=True).stdout.strip()}
+    tasks = []
+    for copy, root in roots.items():
+        tasks += [{"name": f"find {copy}", "ansible.builtin.find": {"paths": str(root), "recurse": True,
+                                                                   "get_checksum": True}, "register": copy},
+                  {"name": f"stale {copy}", "ansible.builtin.debug": {"msg": "{{ names | lockstep.gpu.collection_stale("
+                   f"{copy}.files, '{root}', owner='{owner['owner']}', group='{owner['group']}') | to_json }}}}"}}]
+    playbook = tmp_path / "stale.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "vars": {"names": listed},
+                                         "tasks": tasks}]))
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
+               ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_DEPRECATION_WARNINGS="False")
+    done = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                           "-e", f"ansible_python_interpreter={sys.executable}", str(playbook)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # The JSON document, between ansible.cfg's profile_tasks lines.
+    report, _ = json.JSONDecoder().raw_decode(done.stdout[done.stdout.index("{"):])
+    results = {task["task"]["name"]: task["hosts"]["localhost"] for task in report["plays"][0]["tasks"]}
+    assert json.loads(results["stale intact"]["msg"]) == []
+    assert json.loads(results["stale damaged"]["msg"]) == [
+        name for name in listed if name in ("module_utils/collect.py", "module_utils/nccl.py", "plugin_utils/exporter.py")]
+    assert len(results["find intact"]["files"]) == len(listed)
+
+
 # --- preflight --------------------------------------------------------------------------------------------------
 
 LOCAL_INVENTORY = {"all": {"children": {"cluster": {"children": {

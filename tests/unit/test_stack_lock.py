@@ -71,6 +71,24 @@ def test_a_component_the_lock_lacks_is_new_and_still_compared_by_majority():
     assert [d["host"] for d in drift(facts, {}, ["os.hostname"], lock)["drifts"]] == ["dp2"]
 
 
+def test_a_retaken_component_of_the_lock_is_compared_by_majority_and_flagged_retaken_not_new():
+    """playbooks/add_node.yml's verify: slurm.conf names every node, so its hash moves alike everywhere."""
+    lock = stack_lock(drift(cluster(**{"slurm.conf_sha256": "aa"}), {}, ["os.hostname"]))
+    facts = cluster(**{"slurm.conf_sha256": "bb"})
+    report = drift(facts, {}, ["os.hostname"], lock, ["slurm.conf_*"])
+    assert report["ok"] and report["locked"] and report["new"] == [] and report["retaken"] == ["slurm.conf_sha256"]
+    info = report["by_component"]["slurm.conf_sha256"]
+    assert (info["source"], info["expected"], info.get("retaken"), info.get("new")) == ("majority", "bb", True, None)
+    assert "retaken: in the stack lock" in drift_html(report)
+    # Still compared: the node that differs from the others drifts; every other lock component still binds.
+    facts["dp2"]["slurm.conf_sha256"] = "cc"
+    facts["dp3"]["nccl.package"] = OLD
+    assert [(d["host"], d["component"]) for d in drift(facts, {}, ["os.hostname"], lock, ["slurm.conf_*"])[
+        "drifts"]] == [("dp2", "slurm.conf_sha256"), ("dp3", "nccl.package")]
+    with pytest.raises(AnsibleFilterError, match="drift: retake must be a list of component names or patterns"):
+        drift(facts, {}, [], lock, 7)
+
+
 def test_a_component_of_the_lock_that_a_node_lacks_is_missing_there():
     lock = stack_lock(drift(cluster(), {}, ["os.hostname"]))
     facts = cluster()

@@ -13,6 +13,7 @@ intervals; waits are bounded.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import urllib.parse
@@ -20,7 +21,7 @@ import urllib.request
 
 import pytest
 import yaml
-from conftest import ansible_playbook, node, wait_until
+from conftest import PROJECT, ansible_playbook, node, wait_until
 
 NODES = ("dr1", "dr2", "dr3")
 GOOD, OLD = "2.18.3-1+cuda12.1", "2.18.1-1+cuda12.1"
@@ -186,6 +187,35 @@ def test_a_package_changed_on_one_node_raises_lockstep_drift_until_it_is_put_bac
     collect_now("dr3")
     assert wait_for("LockstepDrift resolved",
                     lambda: component("nccl.package") == dict.fromkeys(NODES, GOOD) and not drift_alerts())
+
+
+# Issue 28, part 2: one find reads the exporter's code on a node and only the
+# files that differ are copied; a file edited, removed or given another mode
+# behind Ansible's back is still put back, on that node only.
+CODE = "/usr/local/lib/lockstep-exporter/ansible_collections/lockstep/gpu/plugins"
+
+
+def copied_by(output: str) -> str:
+    """What the role's copy task printed (the lines after its header, up to the next task)."""
+    at = output.find("Copy the collection's code the exporter runs, where the node's copy differs")
+    return output[at:output.find("TASK [", at + 1)] if at >= 0 else ""
+
+
+def test_the_exporters_code_edited_removed_or_chmoded_on_a_node_is_put_back_by_the_converge():
+    node("dr2").check_output(f"echo '# edited' >>{CODE}/module_utils/collect.py && rm {CODE}/module_utils/nccl.py"
+                             f" && chmod 0600 {CODE}/plugin_utils/exporter.py")
+    result = ansible_playbook("playbooks/monitoring.yml")
+    assert result.returncode == 0, result.output[-3000:]
+    copied = copied_by(result.output)
+    assert copied.count("changed: [dr2]") == 3 and "changed: [dr1]" not in copied and "changed: [dr3]" not in copied, \
+        copied
+    for name in ("module_utils/collect.py", "module_utils/nccl.py", "plugin_utils/exporter.py"):
+        with open(os.path.join(PROJECT, "plugins", name), "rb") as handle:
+            want = hashlib.sha256(handle.read()).hexdigest()
+        for n in NODES:
+            assert node(n).file(f"{CODE}/{name}").sha256sum == want, (n, name)
+            assert node(n).file(f"{CODE}/{name}").mode == 0o644, (n, name)
+    assert node("dr2").service("lockstep-exporter.timer").is_running
 
 
 # Issue 29, finding 4: a port where an address belongs is refused before

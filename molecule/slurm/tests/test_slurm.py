@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import PROJECT, ansible_playbook, drift_named, node
+from conftest import PROJECT, ansible_playbook, drift_named, node, wait_until
 
 NODES = ("sl1", "sl2", "sl3")
 HEAD = "sl1"
@@ -91,19 +91,39 @@ def test_other_munge_key_named_by_verify_then_converge_restores_it():
     assert ansible_playbook("playbooks/verify.yml").returncode == 0
 
 
-def test_slurmd_stopped_is_named_by_the_check_then_back_idle():
+def reasons() -> dict:
+    """{node: (state, reason)} from sinfo."""
+    out = node(HEAD).check_output("sinfo --noheader --Node --partition batch --format '%N|%T|%E'")
+    return {name: tuple(rest) for name, *rest in (line.split("|") for line in out.splitlines())}
+
+
+# Issue 27: slurmctld sets the node DOWN itself once its slurmd has not answered
+# for SlurmdTimeout (the scenario's slurm_slurmd_timeout, 30 s), and the
+# converge that starts slurmd again brings it back to idle (Slurm's own
+# reason, which slurm_resume_reasons matches; never named as held).
+def test_slurmd_stopped_is_named_by_the_check_then_set_down_by_slurm_then_back_idle():
     result = ansible_playbook("playbooks/slurm_check.yml")
     assert result.returncode == 0, result.output
     for name in NODES:
         assert re.search(rf"\b{name} \d+\b", result.output), result.output
+    assert "SlurmdTimeout=30\n" in node(HEAD).file("/etc/slurm/slurm.conf").content_string
     node("sl2").check_output("systemctl stop slurmd")
     try:
         result = ansible_playbook("playbooks/slurm_check.yml")
         assert result.returncode != 0
         assert "No answer from sl2 " in result.output, result.output
+
+        def sl2_down():
+            found = reasons()["sl2"]
+            return found if found[0].startswith("down") else None
+
+        down = wait_until("Slurm setting sl2 DOWN for not responding", sl2_down, seconds=120)
+        assert down[1] == "Not responding", down
+        assert [reasons()[n][0] for n in ("sl1", "sl3")] == ["idle", "idle"]
     finally:
         result = ansible_playbook("playbooks/slurm.yml")
-    assert result.returncode == 0, result.output
+    assert result.returncode == 0, result.output[-3000:]
+    assert "Left out of service as someone set them" not in result.output
     assert node("sl2").service("slurmd").is_running
     assert states() == dict.fromkeys(NODES, "idle")
     assert ansible_playbook("playbooks/slurm_check.yml").returncode == 0
@@ -154,6 +174,8 @@ UNRESOLVABLE = {"all": {"children": {"cluster": {"children": {"workers": {"hosts
     # Issue 29, finding 6: more memory than the node has; srun's range over slurmd's and slurmctld's ports.
     ("slurm", "Slurm on every cluster node", {"slurm_real_memory": 99999999}, None,
      "slurm_real_memory of sl1 is '99999999' MiB and the node has"),
+    ("slurm", "Slurm on every cluster node", {"slurm_slurmd_timeout": 5}, None,
+     "slurm_slurmd_timeout of sl1 is '5': SlurmdTimeout is 0 (never set a node DOWN) or 10 to 65533 seconds"),
     ("slurm", "Slurm on every cluster node", {"slurm_srun_port_range": "6000-7000"}, None,
      "slurm_slurmd_port is '6818' and slurm_srun_port_range is '6000-7000': both tcp on sl2"),
     ("slurm", "Slurm on every cluster node", {}, UNRESOLVABLE,
