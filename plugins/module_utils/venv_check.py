@@ -24,6 +24,12 @@ import os
 import sys
 from importlib import metadata
 
+try:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+except ImportError:  # the caller lets pip decide (venv_problems)
+    Requirement = None
+
 
 def venv_site_packages(venv: str) -> list:
     """The environment's site-packages folders (one for a venv made by ``python3 -m venv``)."""
@@ -44,11 +50,10 @@ def venv_version(venv: str) -> str:
     return ""
 
 
-def installed(paths) -> dict:
-    """{canonical name: version} of the distributions found in paths."""
-    from packaging.utils import canonicalize_name
+def installed(dists) -> dict:
+    """{canonical name: version} of the distributions."""
     found = {}
-    for dist in metadata.distributions(path=list(paths)):
+    for dist in dists:
         name = dist.metadata["Name"]
         if name:
             found.setdefault(canonicalize_name(name), dist.version)
@@ -57,7 +62,6 @@ def installed(paths) -> dict:
 
 def _unmet(requirement, versions: dict) -> str:
     """Why versions does not satisfy requirement ('' when it does)."""
-    from packaging.utils import canonicalize_name
     have = versions.get(canonicalize_name(requirement.name))
     if have is None:
         return "not installed"
@@ -66,11 +70,10 @@ def _unmet(requirement, versions: dict) -> str:
     return ""
 
 
-def dependency_problems(paths, versions: dict) -> list:
-    """What ``pip check`` reports for the distributions found in paths, one line each."""
-    from packaging.requirements import InvalidRequirement, Requirement
+def dependency_problems(dists, versions: dict) -> list:
+    """What ``pip check`` reports for the distributions, one line each."""
     problems = []
-    for dist in metadata.distributions(path=list(paths)):
+    for dist in dists:
         for text in dist.requires or ():
             try:
                 requirement = Requirement(text)
@@ -94,11 +97,10 @@ def venv_problems(venv: str, requirements) -> list:
     made_by = venv_version(venv)
     if made_by != running:
         return [f"{venv} was made by Python {made_by or 'unknown'}, this check runs Python {running}"]
-    try:
-        from packaging.requirements import InvalidRequirement, Requirement
-    except ImportError:
+    if Requirement is None:
         return ["no packaging module to read requirements with (python3-packaging)"]
-    versions = installed(paths)
+    dists = list(metadata.distributions(path=paths))  # read once, for both checks
+    versions = installed(dists)
     problems = []
     for text in requirements:
         try:
@@ -109,4 +111,4 @@ def venv_problems(venv: str, requirements) -> list:
         why = "has extras, which pip resolves" if requirement.extras else _unmet(requirement, versions)
         if why:
             problems.append(f"{text}: {why}")
-    return problems + dependency_problems(paths, versions)
+    return problems + dependency_problems(dists, versions)
