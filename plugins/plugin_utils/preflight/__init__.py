@@ -23,7 +23,8 @@ with it. A role's module here (``base.py``, ``slurm.py``...) defines:
 
     - ``interfaces``: {name: {"mtu": int, "addresses": [str], "up": bool,
       "speed": int or None (Mb/s)}}
-    - ``hcas``: [RDMA device names] (/sys/class/infiniband)
+    - ``hcas``: {RDMA device name: [its port numbers]} (/sys/class/infiniband)
+    - ``markers``: {"/.dockerenv": bool, "/run/.containerenv": bool}
     - ``listening``: [{"proto": "tcp"|"udp", "address": str, "port": int,
       "process": str ("" when unknown)}]
     - ``memory_mb``: int (MemTotal)
@@ -31,7 +32,8 @@ with it. A role's module here (``base.py``, ``slurm.py``...) defines:
 
     and for each request key the answer of the same name:
     ``resolved`` {name: [addresses], [] when unresolvable},
-    ``paths`` {path: bool}, ``packages`` {name: installed version or ""}
+    ``paths`` {path: bool}, ``read`` {path: text, None when absent or
+    over 1 MiB}, ``packages`` {name: installed version or ""}
     (dpkg only: nothing is written to apt's cache), ``users`` {name: bool},
     ``connect`` {"host:port": "" when a TCP connection succeeded, else the
     error}.
@@ -58,6 +60,9 @@ class Context:
     # defaults' (templated for that host), checked against the roles'
     # argument specs and converted to the spec's type.
     values: dict[str, dict[str, Any]]
+    # {host: {variable: value}} as the inventory wrote it, before the spec's
+    # conversion (a YAML number where a version string is meant: 12.10 is 12.1).
+    raw: dict[str, dict[str, Any]] = field(default_factory=dict)
     # {host: ansible_facts} of this run ({} when not gathered).
     facts: dict[str, dict] = field(default_factory=dict)
     # {host: the probe module's answer} ({} before the probe ran).
@@ -88,3 +93,25 @@ class Context:
 
     def fact(self, host: str, name: str, default: Any = None) -> Any:
         return self.facts.get(host, {}).get(name, default)
+
+
+def unsupported_release(ctx: Context, role: str, hosts=None):
+    """A problem for each node (of hosts, else ctx.hosts) whose release the role does not support.
+
+    NVIDIA's and Docker's repositories and the roles' package tables exist for
+    os_facts.SUPPORTED only. A node without usable facts is not judged.
+    """
+    # Imported here: os_facts and problems do not need this package, and rules import it first.
+    from ansible.errors import AnsibleFilterError
+
+    from ansible_collections.lockstep.gpu.plugins.plugin_utils.os_facts import SUPPORTED, os_release
+    from ansible_collections.lockstep.gpu.plugins.plugin_utils.problems import Problem
+
+    for host in ctx.hosts if hosts is None else hosts:
+        try:
+            platform = os_release(ctx.facts.get(host, {}))
+        except AnsibleFilterError:  # facts not gathered (or not a mapping)
+            continue
+        if not platform["supported"]:
+            yield Problem("ansible_distribution", platform["name"],
+                          f"not a release the {role} role supports: {', '.join(SUPPORTED)}", host)
