@@ -29,7 +29,7 @@ from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight.render impo
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.problems import Problem, report
 
 _PROBE_KEYS = ("interfaces", "hcas", "listening", "memory_mb", "virtualization", "markers",
-               "paths", "read", "resolved", "packages", "users", "connect")
+               "hcas_at", "paths", "read", "resolved", "packages", "users", "connect")
 
 
 class ActionModule(ActionBase):

@@ -145,6 +145,7 @@ def answer(request: dict, ip_json=None) -> dict:
         "listening": listening(),
         "memory_mb": memory_mb(),
         "markers": {path: os.path.exists(path) for path in ("/.dockerenv", "/run/.containerenv")},
+        "hcas_at": {root: hcas(root) for root in request.get("hca_roots") or []},
         "paths": {path: os.path.exists(path) for path in request.get("paths") or []},
         "read": {path: _text(path) for path in request.get("read") or []},
         "resolved": {name: resolve(name) for name in request.get("resolve") or []},

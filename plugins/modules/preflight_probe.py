@@ -27,6 +27,11 @@ options:
     type: list
     elements: str
     default: []
+  hca_roots:
+    description: Directories laid out as /sys/class/infiniband (a stand-in's) whose RDMA devices and ports are asked.
+    type: list
+    elements: str
+    default: []
   read:
     description: Files whose text is asked (up to 1 MiB each; larger or absent ones are answered null).
     type: list
@@ -96,6 +101,10 @@ markers:
   description: Whether /.dockerenv and /run/.containerenv exist.
   returned: always
   type: dict
+hcas_at:
+  description: "{directory: {device: [ports]}} of the requested hca_roots."
+  returned: always
+  type: dict
 paths:
   description: "{path: exists} of the requested paths."
   returned: always
@@ -153,7 +162,7 @@ def _virtualization(module) -> str:
 
 def main():
     module = AnsibleModule(argument_spec={name: dict(_LIST) for name in
-                                          ("paths", "read", "resolve", "packages", "users", "connect")},
+                                          ("paths", "read", "hca_roots", "resolve", "packages", "users", "connect")},
                            supports_check_mode=True)
     result = answer(module.params, _ip_json(module))
     result["virtualization"] = _virtualization(module)

@@ -59,6 +59,7 @@ def fake_probe(request: dict) -> dict:
     """The real node's answer, with what it was not asked answered as absent."""
     base = json.loads((FIXTURES / "probe-debian12-container.json").read_text())
     answer = {k: base[k] for k in ("interfaces", "hcas", "listening", "memory_mb", "virtualization", "markers")}
+    answer["hcas_at"] = {root: {} for root in request.get("hca_roots", [])}
     answer["paths"] = {p: base["paths"].get(p, False) for p in request.get("paths", [])}
     answer["read"] = {p: base["read"].get(p) for p in request.get("read", [])}
     answer["resolved"] = {n: base["resolved"].get(n, []) for n in request.get("resolve", [])}

@@ -196,13 +196,12 @@ def test_hca_port_missing_and_no_rdma_device():
 def test_hcas_of_a_stand_in_sysfs():
     sysfs = "/srv/lockstep-standin-sysfs/infiniband"
     ctx = _roce({}, nccl_ib_sysfs=sysfs + "/", nccl_ib_hca=["mlx5_0:1", "mlx5_7:1"])
-    assert nccl.probe(ctx, HOST) == {"paths": [sysfs, f"{sysfs}/mlx5_0", f"{sysfs}/mlx5_0/ports/1",
-                                               f"{sysfs}/mlx5_7", f"{sysfs}/mlx5_7/ports/1"]}
-    ctx.probes[HOST]["paths"] = {sysfs: True, f"{sysfs}/mlx5_0": True, f"{sysfs}/mlx5_0/ports/1": True,
-                                 f"{sysfs}/mlx5_7": False, f"{sysfs}/mlx5_7/ports/1": False}
+    assert nccl.probe(ctx, HOST) == {"hca_roots": [sysfs]}
+    # The stand-in has mlx5_0 and mlx5_1 (molecule/nccl/prepare.yml), both with port 1.
+    ctx.probes[HOST]["hcas_at"] = {sysfs: {"mlx5_0": ["1"], "mlx5_1": ["1"]}}
     assert [p.allowed for p in _problems(ctx)] == [
-        "NCCL_IB_HCA==mlx5_0:1,mlx5_7:1: no HCA named 'mlx5_7' on this node (it has: mlx5_0)"]
-    ctx.probes[HOST]["paths"][f"{sysfs}/mlx5_7"] = ctx.probes[HOST]["paths"][f"{sysfs}/mlx5_7/ports/1"] = True
+        "NCCL_IB_HCA==mlx5_0:1,mlx5_7:1: no HCA named 'mlx5_7' on this node (it has: mlx5_0, mlx5_1)"]
+    ctx.probes[HOST]["hcas_at"][sysfs]["mlx5_7"] = ["1"]
     assert _problems(ctx) == []
 
 

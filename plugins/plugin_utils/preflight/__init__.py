@@ -32,6 +32,7 @@ with it. A role's module here (``base.py``, ``slurm.py``...) defines:
 
     and for each request key the answer of the same name:
     ``resolved`` {name: [addresses], [] when unresolvable},
+    ``hcas_at`` (for ``hca_roots``) {directory: {device: [ports]}},
     ``paths`` {path: bool}, ``read`` {path: text, None when absent or
     over 1 MiB}, ``packages`` {name: installed version or ""}
     (dpkg only: nothing is written to apt's cache), ``users`` {name: bool},

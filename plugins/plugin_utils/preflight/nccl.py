@@ -7,9 +7,8 @@
 fabric profile combined with nccl_conf_overrides, vars/main.yml), checked by
 the filter lockstep.gpu.nccl_conf_problems against the node's interfaces
 (the probe's, else the facts') and HCAs: the probe's ``hcas`` where
-nccl_ib_sysfs is /sys/class/infiniband, else the HCA and port directories
-NCCL_IB_HCA names, probed as ``paths`` under nccl_ib_sysfs (a stand-in
-directory the probe does not list).
+nccl_ib_sysfs is /sys/class/infiniband, else its ``hcas_at`` of that
+directory (a stand-in the probe lists on request, ``hca_roots``).
 """
 
 from __future__ import annotations
@@ -75,25 +74,16 @@ def _hca_items(value) -> list[tuple[str, str]]:
     return [(match.group(1), match.group(2) or "") for match in items if match]
 
 
-def _sysfs_paths(ctx, host, settings: dict) -> list[str]:
-    """The directories of a stand-in nccl_ib_sysfs that NCCL_IB_HCA's names and ports need."""
-    sysfs = _sysfs(ctx, host)
-    if "NCCL_IB_HCA" not in settings or sysfs == SYSFS:
-        return []
-    paths = [sysfs]
-    for name, port in _hca_items(settings["NCCL_IB_HCA"]):
-        paths += [f"{sysfs}/{name}"] + ([f"{sysfs}/{name}/ports/{port}"] if port else [])
-    return paths
-
-
 def probe(ctx, host) -> dict:
     """The topology file (an absolute path: a relative one is the filter's problem) and stand-in HCAs."""
     settings = _settings(ctx, host)
     if settings is None:
         return {}
-    topo = _topo_file(settings)
-    paths = ([topo] if topo.startswith("/") else []) + _sysfs_paths(ctx, host, settings)
-    return {"paths": paths} if paths else {}
+    topo, sysfs = _topo_file(settings), _sysfs(ctx, host)
+    request = {"paths": [topo]} if topo.startswith("/") else {}
+    if "NCCL_IB_HCA" in settings and sysfs != SYSFS:
+        request["hca_roots"] = [sysfs]
+    return request
 
 
 def _node_hcas(ctx, host, settings: dict) -> dict | None:
@@ -101,20 +91,14 @@ def _node_hcas(ctx, host, settings: dict) -> dict | None:
     if "NCCL_IB_HCA" not in settings:
         return None
     answer, sysfs = _probe(ctx, host), _sysfs(ctx, host)
-    if sysfs == SYSFS:
-        found = answer.get("hcas")
-        if not isinstance(found, dict):
-            return None
-        # The probe's {hca: ['1']} as the sysfs paths nccl_hca_ports reads (it drops what is not a port).
-        return nccl_hca_ports([f"{sysfs}/{name}/ports/{port}" for name, ports in found.items()
-                               if isinstance(ports, (list, tuple)) for port in ports])
-    paths = answer.get("paths")
-    if not isinstance(paths, dict) or sysfs not in paths:
+    found = answer.get("hcas") if sysfs == SYSFS else (answer.get("hcas_at") or {}).get(sysfs)
+    if not isinstance(found, dict):
         return None
-    items = _hca_items(settings["NCCL_IB_HCA"]) if paths[sysfs] else []  # no directory: no HCA (as Jinja)
-    hcas = {name: [] for name, _ports in items if paths.get(f"{sysfs}/{name}")}
-    hcas.update(nccl_hca_ports([f"{sysfs}/{name}/ports/{port}" for name, port in items
-                                if port and paths.get(f"{sysfs}/{name}/ports/{port}")]))
+    # The probe's {hca: ['1']} as the sysfs paths nccl_hca_ports reads (it drops what is not a port);
+    # an HCA without ports is still an HCA.
+    hcas = {name: [] for name in found}
+    hcas.update(nccl_hca_ports([f"{sysfs}/{name}/ports/{port}" for name, ports in found.items()
+                                if isinstance(ports, (list, tuple)) for port in ports]))
     return hcas
 
 
