@@ -62,8 +62,10 @@ class ActionModule(ActionBase):
         probe = self._execute_module("lockstep.gpu.preflight_probe", module_args=request, task_vars=task_vars)
         if probe.get("failed"):
             raise AnsibleActionFail(f"could not read {host} for the preflight: {probe.get('msg', probe)}")
+        # Data for the cluster step, never shown (the values hold tokens and passwords): the registered
+        # result keeps it, the output of -v does not.
         return {"changed": False, "values": values, "raw": raw, "problems": [asdict(p) for p in problems],
-                "probe": {k: probe.get(k) for k in _PROBE_KEYS}}
+                "probe": {k: probe.get(k) for k in _PROBE_KEYS}, "_ansible_no_log": True}
 
     def _cluster(self, task_vars, roles, gpu_group, result):
         hostvars = task_vars["hostvars"]
@@ -77,6 +79,7 @@ class ActionModule(ActionBase):
                       facts={h: dict(hostvars[h].get("ansible_facts") or {}) for h in hosts},
                       probes={h: dict(n["probe"]) for h, n in nodes.items()}, roles=tuple(roles))
         problems += engine.check(ctx, [r for r in engine.ENGINE_ROLES if r in roles], gpu_group)
+        problems = engine.redact(problems, engine.secrets(roles))
         if problems:
             return {"failed": True, "changed": False, "msg": report(problems)}
         return {"changed": False, "msg": f"{len(hosts)} nodes checked, no problem"}

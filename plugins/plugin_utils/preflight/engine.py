@@ -121,3 +121,23 @@ def check(ctx: Context, roles, gpu_group: str) -> list[Problem]:
         for rule in module.RULES:
             problems.extend(rule(role_ctx))
     return problems
+
+
+def secrets(roles) -> set[str]:
+    """The variables whose argument spec says no_log (tokens, passwords, URLs with credentials)."""
+    return {name for role in (CONTRACT, *roles) for name, option in spec_options(role).items()
+            if (option or {}).get("no_log")}
+
+
+def redact(problems, hidden: set[str]) -> list[Problem]:
+    """The problems with every value of a no_log variable replaced by '(not shown)', in allowed too."""
+    redacted = []
+    for problem in problems:
+        name = re.split(r"[.\[]", problem.variable, maxsplit=1)[0]
+        if name not in hidden:
+            redacted.append(problem)
+            continue
+        value = str(problem.value)
+        allowed = problem.allowed.replace(value, "***") if value else problem.allowed
+        redacted.append(Problem(problem.variable, "(not shown)", allowed, problem.node))
+    return redacted
