@@ -79,7 +79,8 @@ def run(extra_yaml: str = "{}", roles=ALL_ROLES, gpu_group: str = "gpu") -> tupl
     for host in HOSTS:
         task_vars[host] = ChainMap(extra, contract_vars, inventory, contract_defaults, {
             "inventory_hostname": host, "inventory_hostname_short": host,
-            "inventory_dir": str(PROJECT / "inventories" / "demo"), "groups": GROUPS,
+            # An inventory folder without conda-lock.yml (the demo's is made by scripts/demo).
+            "inventory_dir": str(FIXTURES), "groups": GROUPS,
             "group_names": [g for g, members in GROUPS.items() if host in members and g != "all"],
             "ansible_facts": dict(facts, hostname=host), "preflight_roles": list(roles)})
     for host in HOSTS:

@@ -115,9 +115,8 @@ CASES = [
     ("conda-platform-choice", "conda_platform: win-64", [("conda_platform", "must be one of: linux-64")]),
     ("conda-environments-mapping", "conda_environments: {name: train, python: '3.11'}",
      [("conda_environments", "not a list (it is a mapping)")]),
-    # The demo's own lock (inventory_dir), solved for another declaration.
-    ("conda-lock-of-another-declaration", "conda_environments: [{name: train, python: '3.11'}]",
-     [("conda_lock_file", "run scripts/conda-lock")]),
+    ("conda-without-lock", "conda_environments: [{name: train, python: '3.11'}]",
+     [("conda_lock_file", "does not exist on the controller: solve the environments first with scripts/conda-lock")]),
 ]
 
 

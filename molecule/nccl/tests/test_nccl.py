@@ -155,9 +155,11 @@ def test_missing_interface_hca_and_unknown_key_fail_before_writing():
     bad = {"nccl_socket_ifname": "=eth9", "nccl_conf_overrides": {"NCCL_IB_TIMEOUTS": 22}}
     result = playbook("nccl.yml", "--limit", "nc1", *extra_vars(bad))
     assert result.returncode != 0
-    assert "/etc/nccl.conf of nc1 (profile ethernet) was not written" in result.output
-    assert "NCCL_SOCKET_IFNAME==eth9: no interface named 'eth9' on this node" in result.output
-    assert "NCCL_IB_TIMEOUTS is not an NCCL variable" in result.output
+    # One report, both problems, each naming the variable to fix.
+    assert "2 problems in the inventory; no node was changed" in result.output, result.output[-3000:]
+    assert "nc1: nccl_socket_ifname is '=eth9': NCCL_SOCKET_IFNAME==eth9: no interface named 'eth9'" in result.output
+    assert "nc1: nccl_conf_overrides.NCCL_IB_TIMEOUTS is '22': NCCL_IB_TIMEOUTS is not an NCCL variable" in (
+        result.output)
     assert "changed=0" in result.output.split("PLAY RECAP")[-1]
     bad_hca = dict(ROCE, nccl_ib_hca=["mlx5_0:1", "mlx5_7:1"])
     result = playbook("nccl.yml", "--limit", "nc2", *extra_vars(bad_hca))
