@@ -24,9 +24,9 @@ from dataclasses import asdict
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight import Context, engine
-from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight.render import node_values
-from ansible_collections.lockstep.gpu.plugins.plugin_utils.problems import Problem, report
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight import engine
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight.render import node_step
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.problems import report
 
 _PROBE_KEYS = ("interfaces", "hcas", "listening", "memory_mb", "virtualization", "markers",
                "hcas_at", "paths", "read", "resolved", "packages", "users", "connect")
@@ -51,16 +51,10 @@ class ActionModule(ActionBase):
         raise AnsibleActionFail(f"phase must be node or cluster, not {phase!r}")
 
     def _node(self, task_vars, roles, gpu_group):
-        host = task_vars["inventory_hostname"]
-        groups = {name: list(members) for name, members in task_vars["groups"].items()}
-        here = [r for r in roles if r not in engine.GPU_ROLES or host in groups.get(gpu_group, ())]
-        values, raw, problems = node_values(self._templar, self._loader, task_vars, here)
-        ported = [r for r in here if engine.rules(r)]
-        ctx = Context(hosts=[host], groups=groups, values={host: values}, raw={host: raw},
-                      facts={host: dict(task_vars.get("ansible_facts") or {})})
-        request = engine.probe_request(ctx, host, ported, gpu_group)
+        values, raw, problems, request = node_step(self._templar, self._loader, task_vars, roles, gpu_group)
         probe = self._execute_module("lockstep.gpu.preflight_probe", module_args=request, task_vars=task_vars)
         if probe.get("failed"):
+            host = task_vars["inventory_hostname"]
             raise AnsibleActionFail(f"could not read {host} for the preflight: {probe.get('msg', probe)}")
         # Data for the cluster step, never shown (the values hold tokens and passwords): the registered
         # result keeps it, the output of -v does not.
@@ -71,15 +65,9 @@ class ActionModule(ActionBase):
         hostvars = task_vars["hostvars"]
         hosts = list(task_vars.get("ansible_play_hosts") or [])
         groups = {name: list(members) for name, members in task_vars["groups"].items()}
-        nodes = {host: hostvars[host][result] for host in hosts}
-        problems = [Problem(p["variable"], p["value"], p["allowed"], p["node"])
-                    for node in nodes.values() for p in node.get("problems", [])]
-        ctx = Context(hosts=hosts, groups=groups, values={h: dict(n["values"]) for h, n in nodes.items()},
-                      raw={h: dict(n["raw"]) for h, n in nodes.items()},
-                      facts={h: dict(hostvars[h].get("ansible_facts") or {}) for h in hosts},
-                      probes={h: dict(n["probe"]) for h, n in nodes.items()}, roles=tuple(roles))
-        problems += engine.check(ctx, [r for r in engine.ENGINE_ROLES if r in roles], gpu_group)
-        problems = engine.redact(problems, engine.secrets(roles))
+        problems = engine.check_play(hosts, groups, {host: hostvars[host][result] for host in hosts},
+                                     {h: dict(hostvars[h].get("ansible_facts") or {}) for h in hosts},
+                                     roles, gpu_group)
         if problems:
             return {"failed": True, "changed": False, "msg": report(problems)}
         return {"changed": False, "msg": f"{len(hosts)} nodes checked, no problem"}

@@ -19,6 +19,7 @@ import json
 import sys
 import tempfile
 from collections import ChainMap
+from dataclasses import asdict
 from pathlib import Path
 
 from ansible.parsing.dataloader import DataLoader
@@ -28,8 +29,8 @@ from ansible.template import Templar
 # Lockstep's filters (lockstep.gpu.*) in the roles' templates: the collection loader, before the imports below.
 init_plugin_loader([str(Path(__file__).resolve().parents[2] / "collections")])
 
-from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight import Context, engine  # noqa: E402
-from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight.render import layers, node_values  # noqa: E402
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight import engine  # noqa: E402
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight.render import layers, node_step  # noqa: E402
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.problems import Problem, report  # noqa: E402
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -75,7 +76,7 @@ def run(extra_yaml: str = "{}", roles=ALL_ROLES, gpu_group: str = "gpu") -> tupl
     facts = json.loads((FIXTURES / "facts-debian12-container.json").read_text())
     extra, inventory = _load(loader, extra_yaml), _inventory(loader)
     contract_defaults, contract_vars = layers(loader, ["cluster"])
-    task_vars, problems = {}, []
+    task_vars = {}
     for host in HOSTS:
         task_vars[host] = ChainMap(extra, contract_vars, inventory, contract_defaults, {
             "inventory_hostname": host, "inventory_hostname_short": host,
@@ -87,17 +88,11 @@ def run(extra_yaml: str = "{}", roles=ALL_ROLES, gpu_group: str = "gpu") -> tupl
         task_vars[host].maps[-1]["hostvars"] = task_vars
     nodes = {}
     for host in HOSTS:
-        here = [r for r in roles if r not in engine.GPU_ROLES or host in GROUPS[gpu_group]]
-        values, raw, found = node_values(Templar(loader=loader), loader, task_vars[host], here)
-        ctx = Context(hosts=[host], groups=GROUPS, values={host: values}, raw={host: raw},
-                      facts={host: task_vars[host]["ansible_facts"]})
-        probe = fake_probe(engine.probe_request(ctx, host, [r for r in here if engine.rules(r)], gpu_group))
-        nodes[host] = (values, raw, probe)
-        problems += found
-    ctx = Context(hosts=list(HOSTS), groups=GROUPS, values={h: n[0] for h, n in nodes.items()},
-                  raw={h: n[1] for h, n in nodes.items()}, probes={h: n[2] for h, n in nodes.items()},
-                  facts={h: task_vars[h]["ansible_facts"] for h in HOSTS}, roles=tuple(roles))
-    problems += engine.check(ctx, [r for r in engine.ENGINE_ROLES if r in roles], gpu_group)
+        values, raw, found, request = node_step(Templar(loader=loader), loader, task_vars[host], roles, gpu_group)
+        nodes[host] = {"values": values, "raw": raw, "probe": fake_probe(request),
+                       "problems": [asdict(p) for p in found]}
+    problems = engine.check_play(HOSTS, GROUPS, nodes, {h: task_vars[h]["ansible_facts"] for h in HOSTS},
+                                 roles, gpu_group)
     return problems, report(problems)
 
 

@@ -141,3 +141,17 @@ def redact(problems, hidden: set[str]) -> list[Problem]:
         allowed = problem.allowed.replace(value, "***") if value else problem.allowed
         redacted.append(Problem(problem.variable, "(not shown)", allowed, problem.node))
     return redacted
+
+
+def check_play(hosts, groups, nodes: dict, facts: dict, roles, gpu_group: str) -> list[Problem]:
+    """Every problem of the play, secrets redacted: each node step's and every rule's.
+
+    nodes is {host: the node step's result} ("values", "raw", "probe", "problems" as dicts).
+    """
+    problems = [Problem(p["variable"], p["value"], p["allowed"], p["node"])
+                for node in nodes.values() for p in node.get("problems", [])]
+    ctx = Context(hosts=list(hosts), groups=groups, values={h: dict(n["values"]) for h, n in nodes.items()},
+                  raw={h: dict(n["raw"]) for h, n in nodes.items()}, facts=facts,
+                  probes={h: dict(n["probe"]) for h, n in nodes.items()}, roles=tuple(roles))
+    problems += check(ctx, [r for r in ENGINE_ROLES if r in roles], gpu_group)
+    return redact(problems, secrets(roles))

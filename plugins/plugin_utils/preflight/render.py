@@ -19,7 +19,7 @@ from collections import ChainMap
 from ansible.errors import AnsibleError
 
 from ansible_collections.lockstep.gpu.plugins.filter.preflight import shape_problems
-from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight import engine
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight import Context, engine
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.problems import Problem
 
 
@@ -94,3 +94,19 @@ def node_values(templar, loader, task_vars, roles) -> tuple[dict, dict, list[Pro
             derived = getattr(engine.rules(role), "VARIABLES", ())
             values.update({k: raw[k] for k in derived if k in raw and k not in values})
     return values, raw, problems
+
+
+def node_step(templar, loader, task_vars, roles, gpu_group: str) -> tuple[dict, dict, list[Problem], dict]:
+    """The node step of the preflight: (valid values, values as written, problems, probe request).
+
+    The roles checked on the node are those of roles that apply to it (the GPU roles on the
+    GPU group's nodes only); the request merges what their rules need read there.
+    """
+    host = task_vars["inventory_hostname"]
+    groups = {name: list(members) for name, members in task_vars["groups"].items()}
+    here = [r for r in roles if r not in engine.GPU_ROLES or host in groups.get(gpu_group, ())]
+    values, raw, problems = node_values(templar, loader, task_vars, here)
+    ctx = Context(hosts=[host], groups=groups, values={host: values}, raw={host: raw},
+                  facts={host: dict(task_vars.get("ansible_facts") or {})})
+    request = engine.probe_request(ctx, host, [r for r in here if engine.rules(r)], gpu_group)
+    return values, raw, problems, request
