@@ -23,17 +23,20 @@ def _spans(services, host):
             continue
 
 
-def port_conflicts(services, host):
-    """One line per pair of this node's services whose ports overlap: 'a is 'x' and b is 'y': ... on host'."""
+def port_overlaps(services, host):
+    """(variable, span, other, other span, proto) of each pair of this node's services whose ports overlap."""
     spans = sorted(set(_spans(services, host)))
-    found = []
     for index, (variable, proto, span) in enumerate(spans):
         for other, other_proto, other_span in spans[index + 1:]:
             if variable != other and proto == other_proto and validate.ports_overlap(span, other_span):
-                found.append(f"{variable} is '{validate.render_ports(span)}' and {other} is "
-                             f"'{validate.render_ports(other_span)}': both {proto} on {host}; "
-                             "each service of a node needs ports of its own")
-    return found
+                yield variable, span, other, other_span, proto
+
+
+def port_conflicts(services, host):
+    """One line per pair of this node's services whose ports overlap: 'a is 'x' and b is 'y': ... on host'."""
+    return [f"{variable} is '{validate.render_ports(span)}' and {other} is '{validate.render_ports(other_span)}': "
+            f"both {proto} on {host}; each service of a node needs ports of its own"
+            for variable, span, other, other_span, proto in port_overlaps(services, host)]
 
 
 class FilterModule:

@@ -75,8 +75,29 @@ def _address(hex_address: str) -> str:
     return socket.inet_ntop(socket.AF_INET6, words)
 
 
-def listening(proc_net: str = "/proc/net") -> list[dict]:
-    """Every listening TCP and bound UDP socket: {"proto", "address", "port", "process"}."""
+def socket_owners(proc: str = "/proc") -> dict[str, str]:
+    """{socket inode: name (comm) of the lowest pid holding it}, as ss -p names them (root sees every process)."""
+    owners: dict[str, str] = {}
+    for pid in sorted((name for name in os.listdir(proc) if name.isdigit()), key=int):
+        fds = os.path.join(proc, pid, "fd")
+        try:
+            names = os.listdir(fds)
+        except OSError:  # gone, or not ours to read
+            continue
+        comm = (_text(os.path.join(proc, pid, "comm")) or "").strip()
+        for fd in names:
+            try:
+                link = os.readlink(os.path.join(fds, fd))
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                owners.setdefault(link[8:-1], comm)
+    return owners
+
+
+def listening(proc_net: str = "/proc/net", owners: dict[str, str] | None = None) -> list[dict]:
+    """Every listening TCP and bound UDP socket: {"proto", "address", "port", "process"} ("" when unknown)."""
+    owners = socket_owners() if owners is None else owners
     found = []
     for proto, state in _LISTEN.items():
         for suffix in ("", "6"):
@@ -85,7 +106,8 @@ def listening(proc_net: str = "/proc/net") -> list[dict]:
                 if len(fields) < 4 or fields[3] != state:
                     continue
                 address, port = fields[1].rsplit(":", 1)
-                entry = {"proto": proto, "address": _address(address), "port": int(port, 16), "process": ""}
+                entry = {"proto": proto, "address": _address(address), "port": int(port, 16),
+                         "process": owners.get(fields[9], "") if len(fields) > 9 else ""}
                 if entry not in found:
                     found.append(entry)
     return found

@@ -38,6 +38,8 @@ FIXTURES = PROJECT / "tests" / "fixtures" / "preflight"
 HOSTS = ("dp1", "dp2", "dp3")
 GROUPS = {"all": list(HOSTS), "ungrouped": [], "cluster": list(HOSTS), "head": ["dp1"],
           "workers": ["dp2", "dp3"], "gpu": list(HOSTS)}
+# The addresses no node can reach (cases of a server that is not there).
+UNREACHABLE = "192.0.2."
 ALL_ROLES = ("base", "network", "nvidia_driver", "cuda", "nccl", "docker", "shared_storage", "conda", "slurm",
              "monitoring", "gpustack", "firewall", "train_check")
 
@@ -66,7 +68,8 @@ def fake_probe(request: dict) -> dict:
     answer["resolved"] = {n: base["resolved"].get(n, []) for n in request.get("resolve", [])}
     answer["packages"] = {n: base["packages"].get(n, "") for n in request.get("packages", [])}
     answer["users"] = {n: base["users"].get(n, False) for n in request.get("users", [])}
-    answer["connect"] = {t: "" for t in request.get("connect", [])}
+    # TEST-NET-1 (RFC 5737, documentation only) answers nothing, as a server that is not there.
+    answer["connect"] = {t: "timed out" if t.startswith(UNREACHABLE) else "" for t in request.get("connect", [])}
     return answer
 
 
@@ -83,7 +86,10 @@ def run(extra_yaml: str = "{}", roles=ALL_ROLES, gpu_group: str = "gpu") -> tupl
             # An inventory folder without conda-lock.yml (the demo's is made by scripts/demo).
             "inventory_dir": str(FIXTURES), "groups": GROUPS,
             "group_names": [g for g, members in GROUPS.items() if host in members and g != "all"],
-            "ansible_facts": dict(facts, hostname=host), "preflight_roles": list(roles)})
+            # SSH_CLIENT: the demo's controller, as the preflight's setup (env, without become) reads it.
+            "ansible_facts": dict(facts, hostname=host,
+                                  env=dict(facts.get("env") or {}, SSH_CLIENT="10.231.0.1 50022 22")),
+            "preflight_roles": list(roles)})
     for host in HOSTS:
         task_vars[host].maps[-1]["hostvars"] = task_vars
     nodes = {}

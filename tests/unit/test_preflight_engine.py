@@ -53,4 +53,13 @@ def test_every_role_with_rules_has_a_preflight_spec_and_rules_that_are_functions
         module = engine.rules(role)
         assert engine.spec_options(role), role
         assert module.RULES and all(callable(rule) for rule in module.RULES), role
-    assert engine.rules("slurm") is None
+    assert engine.rules("nvidia_repo") is None and engine.rules("preflight") is None
+
+
+def test_every_role_of_the_collection_with_variables_is_checked_by_the_engine():
+    """A new role with an argument spec gets rules (or is named here as one that needs none)."""
+    # The contract (its rules are cluster.py's), the repository and preflight helpers, and the roles that
+    # only read the nodes (verify, nccl_health, rolling: Ansible validates their specs when they start).
+    without_rules = {"apt_repo", "cluster", "nvidia_repo", "preflight", "rolling", "verify", "nccl_health"}
+    roles = {path.parent.parent.name for path in engine.ROLES_DIR.glob("*/meta/argument_specs.yml")}
+    assert roles - without_rules == set(engine.ENGINE_ROLES)

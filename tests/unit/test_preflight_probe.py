@@ -23,11 +23,28 @@ def test_listening_sockets_are_read_from_proc_net(tmp_path):
     (tmp_path / "tcp").write_text(TCP)
     (tmp_path / "tcp6").write_text(TCP6)
     (tmp_path / "udp").write_text(UDP)
-    assert probe.listening(str(tmp_path)) == [
+    assert probe.listening(str(tmp_path), owners={}) == [
         {"proto": "tcp", "address": "0.0.0.0", "port": 22, "process": ""},
         {"proto": "tcp", "address": "::", "port": 22, "process": ""},
         {"proto": "udp", "address": "127.0.0.1", "port": 323, "process": ""},
     ]
+
+
+def test_each_socket_is_named_after_the_process_that_holds_it(tmp_path):
+    (tmp_path / "tcp").write_text(TCP)
+    inode = TCP.splitlines()[1].split()[9]
+    named = probe.listening(str(tmp_path), owners={inode: "sshd"})
+    assert named[0] == {"proto": "tcp", "address": "0.0.0.0", "port": 22, "process": "sshd"}
+
+
+def test_socket_owners_reads_each_process_s_descriptors(tmp_path):
+    for pid, comm, links in (("7", "sshd", ["socket:[100]", "/dev/null"]), ("12", "python3", ["socket:[100]", "socket:[200]"])):
+        (tmp_path / pid / "fd").mkdir(parents=True)
+        (tmp_path / pid / "comm").write_text(comm + "\n")
+        for fd, target in enumerate(links):
+            (tmp_path / pid / "fd" / str(fd)).symlink_to(target)
+    (tmp_path / "self").mkdir()
+    assert probe.socket_owners(str(tmp_path)) == {"100": "sshd", "200": "python3"}
 
 
 def test_interfaces_and_hcas_are_read_from_sysfs(tmp_path):

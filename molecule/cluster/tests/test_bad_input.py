@@ -11,8 +11,7 @@ after the whole batch: the checksums of every file the roles write, dpkg's
 status, and every file under /etc, /usr, /opt and /var/lib/dpkg newer than a
 mark set before the batch.
 
-The rules of the roles checked in Python (base, network, nvidia_driver, cuda,
-nccl, docker, conda: plugins/plugin_utils/preflight/) are each tested without
+The rules of every role (plugins/plugin_utils/preflight/) are each tested without
 nodes (their unit tests, and tests/tooling/test_preflight_cases.py with the
 bad values this batch used to run one by one); these eight runs prove what
 only real runs show. Two kinds of run:
@@ -59,7 +58,7 @@ WORKERS = 4
 ALONE_NODE = "dp1"
 # Cases that run site.yml on every node (see the module's docstring).
 SITE_WIDE = {
-    "three-roles",                  # three roles' rules in one report; runs first, alone (fact cache)
+    "three-roles",                  # five roles' rules in one report; runs first, alone (fact cache)
     "mtu-missing-interface",        # network, each node's interfaces (the probe)
     "cuda-12.1-driver-525",         # the CUDA/driver contract, across the GPU nodes
     "nvidia-key-other-fingerprint",  # nvidia_repo, the key fetched on each node (its Jinja check)
@@ -86,9 +85,15 @@ def _playbook(case_id: str, role: str) -> str:
 # real run shows: the refused run changes nothing on any node, starts no other play, and the
 # report names every problem of every node at once.
 CASES = [
-    ("three-roles", "{nccl_fabric: omnipath, cuda_versions: [12.10], base_timezone: Mars/Olympus}",
-     ["3 problems in the inventory; no node was changed", "dp1, dp2, dp3: nccl_fabric is 'omnipath'",
-      "dp1, dp2, dp3: cuda_versions is '[12.1]'", "dp1, dp2, dp3: base_timezone is 'Mars/Olympus'"], "preflight"),
+    # Issue 25's example: a partition naming a node the inventory lacks, a port out of range, an unknown
+    # fabric (and two more roles' values): five problems of five roles, one report.
+    ("three-roles", "{slurm_partitions: [{name: batch, nodes: [dp9]}], gpustack_port: 70000, nccl_fabric: omnipath,"
+                    " cuda_versions: [12.10], base_timezone: Mars/Olympus}",
+     ["5 problems in the inventory; no node was changed",
+      "dp1: slurm_partitions[batch].nodes is '['dp9']': names dp9, not a compute node of the inventory",
+      "dp1, dp2, dp3: gpustack_port is '70000': not a port of GPUStack server",
+      "dp1, dp2, dp3: nccl_fabric is 'omnipath'", "dp1, dp2, dp3: cuda_versions is '[12.1]'",
+      "dp1, dp2, dp3: base_timezone is 'Mars/Olympus'"], "preflight"),
     ("mtu-missing-interface", "network_mtu: {ib9: 9000}",
      ["network_mtu is 'ib9'", "has no interface ib9 (named in network_mtu or network_check_interfaces)"], "network"),
     ("cuda-12.1-driver-525", '{nvidia_driver_branch: "525", nvidia_driver_version: "525.85.12"}',

@@ -141,18 +141,10 @@ def test_keys_written_by_hand_survive_the_converge():
 
 
 # --------------------------------------------------------------------------
-# Bad input fails in the preflight, before anything changes; what only the
-# node can tell fails in the role, before any restart
+# What only the node can tell fails in the role, before any restart (bad
+# input is the preflight's: tests/tooling/test_preflight_cases.py, and
+# molecule/cluster/tests/test_bad_input.py end to end)
 # --------------------------------------------------------------------------
-BAD_OPTIONS = {
-    # node: (docker_daemon_options in its inventory, what the error must name)
-    "dk1": ({"no-such-option": True},
-            "daemon.json option 'no-such-option': is not a dockerd 20.10 configuration option"),
-    "dk2": ({"max-concurrent-uploads": "many"},
-            "daemon.json option 'max-concurrent-uploads': must be a JSON integer"),
-}
-
-
 def apt_state(host) -> str:
     """What apt trusts and reads, and what is installed and held."""
     return host.check_output(
@@ -169,28 +161,6 @@ def one_line(result) -> str:
 def unchanged_recap(out: str) -> bool:
     recap = re.findall(r"changed=(\d+)", out)
     return bool(recap) and set(recap) == {"0"}
-
-
-def test_invalid_options_fail_in_the_preflight_and_change_nothing(tmp_path):
-    before = {name: (dockerd_state(node(name)), apt_state(node(name))) for name in NODES}
-    # One bad option per node, declared in a second inventory source (it
-    # overrides the inventory file's host variables), one playbook run.
-    bad = tmp_path / "bad-options.yml"
-    bad.write_text(json.dumps({"all": {"hosts": {
-        name: {"docker_daemon_options": options} for name, (options, _) in BAD_OPTIONS.items()}}}))
-    result = playbook("docker.yml", "-i", str(bad))
-    out = one_line(result)
-    assert result.returncode != 0, out[-3000:]
-    # One report names both nodes' options (the preflight checks the whole inventory at once).
-    for name, (options, words) in BAD_OPTIONS.items():
-        assert f"{name}: docker_daemon_options.{next(iter(options))} is '" in out, out[-3000:]
-        assert words in out, out[-3000:]
-    assert "problems in the inventory; no node was changed" in out
-    # The preflight stopped the run: the docker role never started.
-    assert "Merge the managed settings into daemon.json" not in out
-    assert unchanged_recap(out), out[-2000:]
-    for name in NODES:
-        assert (dockerd_state(node(name)), apt_state(node(name))) == before[name]
 
 
 def test_an_option_only_the_node_refuses_fails_before_any_restart_and_dockerd_keeps_running(tmp_path):

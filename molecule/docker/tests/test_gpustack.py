@@ -6,8 +6,8 @@ workers on dk2 and dk3 registered with the server's token. The API is asked
 with credentials read on the node by the node's own shell: no secret enters
 the tests' output. The last tests run playbooks/gpustack.yml from the
 controller as an admin would: a wrong token fails naming the worker and
-never shows the token, and bad inputs fail in the preflight, changing
-nothing.
+never shows the token (bad inputs are the preflight's: its rules'
+unit tests and tests/tooling/test_preflight_cases.py).
 """
 
 from __future__ import annotations
@@ -52,11 +52,6 @@ def workers_listed(declared) -> dict:
 
 def sha256(name: str, path: str) -> str:
     return node(name).check_output(f"sha256sum {path}").split()[0]
-
-
-def recap(output: str) -> dict:
-    plain = re.sub(r"\x1b\[[0-9;]*m", "", output)
-    return {h: int(c) for h, c in re.findall(r"\b(dk\d)\s+:\s+ok=\d+\s+changed=(\d+)", plain)}
 
 
 def test_installed_version_is_the_pinned_one(declared):
@@ -152,31 +147,6 @@ def test_a_database_url_that_does_not_connect_is_refused_and_the_server_keeps_ru
     assert sha256(SERVER, CONFIG) == before
     assert node(SERVER).service("gpustack").is_running
     assert workers_listed(declared) == dict.fromkeys(WORKERS, "ready")
-
-
-# Each run fails in one preflight task on every node it names (the preflight
-# stops the whole run at the first failure).
-@pytest.mark.parametrize("extra, messages", [
-    ({"dk2": {"gpustack_worker_port": 0}}, ["gpustack_worker_port is '0': it must be a port number"]),
-    # (gpustack_port is in host_vars/dk1.yml, which a second inventory source does not override.)
-    ({"dk3": {"gpustack_worker_port": 22}}, ["gpustack_worker_port is 22 on dk3, but another program listens there"]),
-    ({"dk2": {"gpustack_server_address": "10.231.3.99"}, "dk3": {"gpustack_server_address": "10.231.3.99"}},
-     ["dk2 cannot reach the GPUStack server at http://10.231.3.99:8080", "dk3 cannot reach the GPUStack server at"]),
-    # Issue 29, finding 6: a newline and a quote would add keys to the workers' config.yaml.
-    ({"dk2": {"gpustack_token": 'Secret0123456789"\nserver_url: http://10.9.9.9'}},
-     ["gpustack_token (not shown) must be at least 16 characters", "no white space, newline, quote or backslash"]),
-])
-def test_bad_inputs_fail_in_the_preflight_and_change_nothing(tmp_path, extra, messages):
-    before = {name: sha256(name, CONFIG) for name in NODES}
-    bad = tmp_path / "bad.yml"
-    bad.write_text(json.dumps({"all": {"hosts": extra}}))
-    result = ansible_playbook("playbooks/gpustack.yml", "-i", str(bad))
-    assert result.returncode != 0
-    for message in messages:
-        assert message in result.output, result.output[-3000:]
-    assert "GPUStack server and workers" not in result.output
-    assert recap(result.output) == dict.fromkeys(NODES, 0), result.output[-2000:]
-    assert before == {name: sha256(name, CONFIG) for name in NODES}
 
 
 # Issue 29, finding 7: the GPUStack server stopped is a drift of dk1 in

@@ -116,3 +116,17 @@ def unsupported_release(ctx: Context, role: str, hosts=None):
         if not platform["supported"]:
             yield Problem("ansible_distribution", platform["name"],
                           f"not a release the {role} role supports: {', '.join(SUPPORTED)}", host)
+
+
+def where_enabled(switch: str, checks) -> tuple:
+    """Rules that run each per-node check ``check(ctx, host)`` on the play's nodes where the contract's switch
+    (``gpustack_enabled``...) is true: an invalid switch is the argument spec's problem, false checks nothing."""
+    def rule_of(check):
+        def rule(ctx):
+            for host in ctx.hosts:
+                if ctx.var(host, switch) is True:
+                    yield from check(ctx, host)
+        rule.__name__ = rule.__qualname__ = check.__name__
+        rule.__doc__ = check.__doc__
+        return rule
+    return tuple(rule_of(check) for check in checks)

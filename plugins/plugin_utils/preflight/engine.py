@@ -33,8 +33,9 @@ from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight import Cont
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.problems import Problem
 
 # The roles whose checks are Python rules (plugins/plugin_utils/preflight/<role>.py),
-# in the order their problems are found. The others still run roles/<role>/tasks/preflight.yml.
-ENGINE_ROLES = ("base", "network", "nvidia_driver", "cuda", "nccl", "docker", "conda")
+# in the order their problems are found.
+ENGINE_ROLES = ("base", "network", "nvidia_driver", "cuda", "nccl", "docker", "conda", "shared_storage", "slurm",
+                "monitoring", "gpustack", "firewall", "train_check")
 # The role of the cluster contract: its argument spec is validated with the others'.
 CONTRACT = "cluster"
 # Roles checked on the GPU group's nodes only.
@@ -47,8 +48,8 @@ _ARGUMENT = re.compile(r"^argument '[^']*' is of type \S+ and ")
 
 
 def rules(role: str):
-    """The role's rule module, or None when the role has none."""
-    if role not in ENGINE_ROLES:
+    """The role's rule module (the contract's too), or None when the role has none."""
+    if role != CONTRACT and role not in ENGINE_ROLES:
         return None
     return importlib.import_module(_PACKAGE + role)
 
@@ -153,5 +154,5 @@ def check_play(hosts, groups, nodes: dict, facts: dict, roles, gpu_group: str) -
     ctx = Context(hosts=list(hosts), groups=groups, values={h: dict(n["values"]) for h, n in nodes.items()},
                   raw={h: dict(n["raw"]) for h, n in nodes.items()}, facts=facts,
                   probes={h: dict(n["probe"]) for h, n in nodes.items()}, roles=tuple(roles))
-    problems += check(ctx, [r for r in ENGINE_ROLES if r in roles], gpu_group)
+    problems += check(ctx, [CONTRACT, *(r for r in ENGINE_ROLES if r in roles)], gpu_group)
     return redact(problems, secrets(roles))

@@ -89,10 +89,11 @@ def node_values(templar, loader, task_vars, roles) -> tuple[dict, dict, list[Pro
         problems += shaped + invalid
         values.update(converted)
         # A role's derived values come from its inputs: none of them where an input is invalid
-        # (the rules would name the same value twice).
+        # (the rules would name the same value twice), and never a value another spec refused.
         if not shaped and not invalid:
             derived = getattr(engine.rules(role), "VARIABLES", ())
-            values.update({k: raw[k] for k in derived if k in raw and k not in values})
+            refused = {p.variable for p in problems}
+            values.update({k: raw[k] for k in derived if k in raw and k not in values and k not in refused})
     return values, raw, problems
 
 
@@ -107,6 +108,6 @@ def node_step(templar, loader, task_vars, roles, gpu_group: str) -> tuple[dict, 
     here = [r for r in roles if r not in engine.GPU_ROLES or host in groups.get(gpu_group, ())]
     values, raw, problems = node_values(templar, loader, task_vars, here)
     ctx = Context(hosts=[host], groups=groups, values={host: values}, raw={host: raw},
-                  facts={host: dict(task_vars.get("ansible_facts") or {})})
+                  facts={host: dict(task_vars.get("ansible_facts") or {})}, roles=tuple(roles))
     request = engine.probe_request(ctx, host, [r for r in here if engine.rules(r)], gpu_group)
     return values, raw, problems, request
