@@ -50,24 +50,21 @@ def _short(value, width: int = 80) -> str:
 
 
 def _check(name: str, value, spec: Mapping, problems: list) -> None:
+    """Append (variable, value, what is wrong) for value and, below it, each suboption of spec."""
     kind = spec.get("type")
     if kind not in _KINDS:
         return
     if not _fits(value, kind):
         example = _EXAMPLES[kind].format(name=name.rsplit(".", 1)[-1].rsplit("]", 1)[-1], value=_short(value, 40))
-        problems.append(
-            f"{name} '{_short(value)}' is not {_KINDS[kind]} (it is {_kind_of(value)}): write it as a YAML {_KINDS[kind][2:]},"
-            f" e.g. {example}."
-        )
+        problems.append((name, value, f"not {_KINDS[kind]} (it is {_kind_of(value)}): write it as a YAML "
+                                      f"{_KINDS[kind][2:]}, e.g. {example}"))
         return
     suboptions = spec.get("options") or {}
     if kind == "list" and spec.get("elements") == "dict":
         for index, element in enumerate(value):
             if not isinstance(element, Mapping):
-                problems.append(
-                    f"{name}[{index}] '{_short(element)}' is not a mapping (it is {_kind_of(element)}):"
-                    f" each entry of {name} is a mapping of {', '.join(sorted(suboptions)) or 'options'}."
-                )
+                problems.append((f"{name}[{index}]", element, f"not a mapping (it is {_kind_of(element)}): each "
+                                 f"entry of {name} is a mapping of {', '.join(sorted(suboptions)) or 'options'}"))
                 continue
             for key, subspec in suboptions.items():
                 if key in element:
@@ -78,20 +75,21 @@ def _check(name: str, value, spec: Mapping, problems: list) -> None:
                 _check(f"{name}.{key}", value[key], subspec, problems)
 
 
-def shape_problems(values, specs):
-    """Messages for every variable of ``values`` whose shape is not its option's in ``specs``.
+def shapes(values, specs) -> list[tuple[str, object, str]]:
+    """(variable, value, what is wrong) for every variable of ``values`` whose shape is not its option's in ``specs``.
 
     ``values``: the node's variables (e.g. ``hostvars[inventory_hostname]``);
     only the options of ``specs`` are read from it, those it does not define
     are skipped (the role's defaults have the right shape). ``specs``: a list
     of argument spec entry points, each ``{"options": {name: spec}}``, as
-    meta/argument_specs.yml declares them.
+    meta/argument_specs.yml declares them. The preflight engine reports these
+    (plugin_utils/preflight/render.py); the filter renders them as sentences.
     """
     if not isinstance(values, Mapping):
         raise AnsibleFilterError(f"shape_problems: expects the node's variables (a mapping), got {_kind_of(values)}")
     if isinstance(specs, Mapping):
         specs = [specs]
-    problems: list[str] = []
+    problems: list[tuple[str, object, str]] = []
     seen = set()
     for entry in specs:
         for name, spec in ((entry or {}).get("options") or {}).items():
@@ -100,6 +98,11 @@ def shape_problems(values, specs):
             seen.add(name)
             _check(name, values[name], spec or {}, problems)
     return problems
+
+
+def shape_problems(values, specs):
+    """One sentence for each of :func:`shapes`: "<variable> '<value>' is <what is wrong>."."""
+    return [f"{name} '{_short(value)}' is {wrong}." for name, value, wrong in shapes(values, specs)]
 
 
 class FilterModule:

@@ -16,8 +16,7 @@ from ansible_collections.lockstep.gpu.plugins.plugin_utils.problems import Probl
 
 HOSTS = ["dp1", "dp2", "dp3"]
 
-# roles/network/defaults/main.yml (molecule/cluster sets no network_* variable),
-# plus network_container_types of vars/main.yml (VARIABLES).
+# roles/network/defaults/main.yml (molecule/cluster sets no network_* variable).
 DEFAULTS = {
     "network_sysctl": {
         "net.core.rmem_max": 268435456,
@@ -42,7 +41,6 @@ DEFAULTS = {
     "network_rdma_packages": ["rdma-core", "ibverbs-utils", "infiniband-diags", "perftest"],
     "network_rdma_min_rate_gbps": 100.0,
     "network_rdma_sysfs": "/sys/class/infiniband",
-    "network_container_types": ["container", "docker", "podman", "lxc", "containerd", "systemd-nspawn"],
 }
 ADDRESSES = {"dp1": "10.231.1.11", "dp2": "10.231.1.12", "dp3": "10.231.1.13"}
 
@@ -237,30 +235,13 @@ def test_an_invalid_network_sysctl_leaves_the_overrides_checked():
     assert list(network._sysctl_keys(ctx)) == everywhere("network_sysctl_overrides", "bad key: 1", SYSCTL_ALLOWED)
 
 
-# --- network_in_container (no rule: what the role's apply tasks read) -----------------------------
-
-def test_in_container_by_facts_by_markers_or_by_the_probe():
-    ctx = context()
-    assert network.in_container(ctx, "dp1")
-    ctx.probes["dp1"].update(virtualization="", markers={"/.dockerenv": False, "/run/.containerenv": False})
-    assert network.in_container(ctx, "dp1")  # the facts still say podman
-    ctx.facts["dp1"].update(virtualization_role="host", virtualization_type="kvm")
-    assert not network.in_container(ctx, "dp1")
-    ctx.probes["dp1"]["markers"]["/.dockerenv"] = True
-    assert network.in_container(ctx, "dp1")
-    ctx.probes["dp1"].update(virtualization="container", markers={})
-    assert network.in_container(ctx, "dp1")
-
-
 # --- odd input never raises -----------------------------------------------------------------------
 
 def test_odd_input_yields_problems_or_nothing_never_an_exception():
     ctx = context(network_mtu="9000", network_check_interfaces="eth0", network_sysctl=None,
-                  network_sysctl_overrides=[1], network_container_types="docker")
+                  network_sysctl_overrides=[1])
     ctx.facts = {"dp1": {"interfaces": None, "default_ipv4": "eth0"}}
     ctx.probes = {"dp1": None, "dp2": {"interfaces": [], "markers": ["/.dockerenv"]}}
     assert problems(ctx) == []
-    assert [network.in_container(ctx, h) for h in HOSTS] == [False, False, False]
     empty = Context(hosts=["dp1"], groups={}, values={})
     assert problems(empty) == []
-    assert not network.in_container(empty, "dp1")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight import Context
-from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight import nvidia_driver
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight.nvidia_driver import RULES
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.problems import Problem, fold
 
@@ -216,10 +215,3 @@ def test_odd_values_never_raise(facts):
     lines = _lines(ctx)
     assert "dp1: nvidia_driver_branch is '535': not a driver branch: three digits such as 535" in lines
     assert "dp1: nvidia_driver_version is '535.2': must be empty or a version such as 535.261.03" in lines
-
-
-def test_the_container_note_comes_from_the_probe():
-    ctx = _ctx()
-    ctx.probes["dp2"] = {"virtualization": ""}
-    del ctx.probes["dp3"]
-    assert [nvidia_driver.in_container(ctx, host) for host in NODES] == [True, False, False]

@@ -15,9 +15,8 @@ import re
 
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.problems import Problem
 
-# Derived values of roles/network/vars/main.yml the rules read: the
-# virtualization types that mean "container" (the role's own list, not a copy).
-VARIABLES: tuple[str, ...] = ("network_container_types",)
+# No derived value of roles/network/vars/main.yml: the rules read the spec's options and the probe.
+VARIABLES: tuple[str, ...] = ()
 
 # tasks/preflight.yml: '^\d+$' and 576 <= MTU <= 65520 (ASCII digits: the value lands in a udev rule;
 # at most 10, so that int() of a 200 kB string of digits never runs).
@@ -26,23 +25,6 @@ MTU_MIN, MTU_MAX = 576, 65520
 # A sysctl key: a lower-case first word, then dotted words (interface names, '*' of patterns).
 _SYSCTL_KEY = re.compile(r"[a-z0-9_]+(\.[A-Za-z0-9_*-]+)+")
 MIN_SPEED_FLOOR = 10000
-
-
-def in_container(ctx, host) -> bool:
-    """network_in_container: facts say container, or a marker podman or Docker leaves is there.
-
-    Not a rule (it checks nothing): the role's apply tasks use it to skip
-    host-wide sysctls and the udev rule. When in doubt, the node is a container.
-    """
-    types = ctx.var(host, "network_container_types")
-    types = types if isinstance(types, (list, tuple)) else ()
-    by_facts = (ctx.fact(host, "virtualization_role", "") == "guest"
-                and ctx.fact(host, "virtualization_type", "") in types)
-    answer = _probe(ctx, host)
-    markers = answer.get("markers")
-    marked = isinstance(markers, dict) and any(markers.values())
-    # The probe's systemd-detect-virt -c as well: one more sign, and in doubt the node is a container.
-    return bool(by_facts or marked or answer.get("virtualization") == "container")
 
 
 def _probe(ctx, host) -> dict:

@@ -54,15 +54,6 @@ def _written(ctx, host, name):
     return ctx.raw.get(host, {}).get(name, ctx.var(host, name))
 
 
-def in_container(ctx, host) -> bool:
-    """Is the node a container (nvidia_driver_in_container: the role skips its kernel steps there)?
-
-    Not a rule: what the Jinja preflight noted with set_fact, from the probe's
-    systemd-detect-virt -c instead of the facts' virtualization_type.
-    """
-    return ctx.probe(host).get("virtualization") == "container"
-
-
 def _supported(ctx):
     """Refuse an unsupported distribution (the role's package names exist for SUPPORTED only)."""
     return unsupported_release(ctx, "nvidia_driver")

@@ -18,7 +18,7 @@ from collections import ChainMap
 
 from ansible.errors import AnsibleError
 
-from ansible_collections.lockstep.gpu.plugins.filter.preflight import shape_problems
+from ansible_collections.lockstep.gpu.plugins.filter.preflight import shapes
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight import Context, engine
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.problems import Problem
 
@@ -61,12 +61,9 @@ def render(templar, loader, task_vars, roles) -> tuple[dict, list[Problem]]:
 
 
 def _shape(host: str, role: str, raw: dict) -> list[Problem]:
-    """A string or a number where the role's spec takes a list or a mapping."""
-    problems = []
-    for message in shape_problems(raw, [{"options": engine.spec_options(role)}]):
-        name = message.split(" ", 1)[0]
-        problems.append(Problem(name, raw.get(name), message.split("' is ", 1)[-1], host))
-    return problems
+    """A string or a number where the role's spec takes a list or a mapping (at any depth)."""
+    return [Problem(name, value, wrong, host)
+            for name, value, wrong in shapes(raw, [{"options": engine.spec_options(role)}])]
 
 
 def node_values(templar, loader, task_vars, roles) -> tuple[dict, dict, list[Problem]]:
@@ -84,7 +81,8 @@ def node_values(templar, loader, task_vars, roles) -> tuple[dict, dict, list[Pro
         options = engine.spec_options(role)
         mine = {k: raw[k] for k in options if k in raw}
         shaped = _shape(host, role, mine)
-        misshapen = {p.variable for p in shaped}
+        # The top-level variables of the misshapen values (conda_environments[0].packages: conda_environments).
+        misshapen = {p.variable.split("[", 1)[0].split(".", 1)[0] for p in shaped}
         converted, invalid = engine.validate(host, options, {k: v for k, v in mine.items() if k not in misshapen})
         problems += shaped + invalid
         values.update(converted)
