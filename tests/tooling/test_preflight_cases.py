@@ -261,6 +261,13 @@ CASES = [
      [("firewall_extra_rules", "each entry is one nftables rule, one line")]),
     ("firewall-extra-rule-empty", "firewall_extra_rules: ['']",
      [("firewall_extra_rules", "one nftables rule, one line of text")]),
+    # A bad port of the table (the contract names it) does not hide the world source on the other services.
+    ("firewall-injected-range-and-world-source",
+     '{train_check_ephemeral_ports: "32768-60999 accept; tcp dport 0-65535", firewall_allowed_sources: [0.0.0.0/0]}',
+     [("train_check_ephemeral_ports", "not a port of torch.distributed gloo/NCCL ephemeral ports"),
+      ("firewall_allowed_sources", "every address: on dp1 it would open slurmctld 6817/tcp", ("dp1",)),
+      ("firewall_allowed_sources", "every address: on dp2 it would open slurmd 6818/tcp", ("dp2",)),
+      ("firewall_allowed_sources", "every address: on dp3 it would open slurmd 6818/tcp", ("dp3",))]),
     ("firewall-ssh-port-70000", "firewall_ssh_port: 70000",
      [("firewall_ssh_port", "not a port of SSH: a port is a whole number from 1 to 65535")]),
 ]

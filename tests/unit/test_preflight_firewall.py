@@ -319,11 +319,17 @@ def test_the_controller_s_port_is_ansible_port_when_set():
     assert [(p.node, p.variable) for p in found] == [(h, "firewall_ssh_port (or ansible_port)") for h in NODES]
 
 
-def test_the_ruleset_is_not_computed_where_an_input_is_refused_or_a_port_is_the_contract_s():
+def test_the_ruleset_is_not_computed_where_an_input_is_refused():
     assert len(problems(context(firewall_allowed_sources=["0.0.0.0/0"], firewall_ssh_sources=["login1"]))) == 3
+
+
+def test_a_service_whose_port_is_the_contract_s_problem_is_left_out_and_the_rest_still_judged():
     services = copy.deepcopy(SERVICES)
     services[1]["port"] = 70000  # the contract's rules name it (cluster.py)
-    assert problems(context(derived={"cluster_services": services}, firewall_allowed_sources=["0.0.0.0/0"])) == []
+    found = problems(context(derived={"cluster_services": services}, firewall_allowed_sources=["0.0.0.0/0"]))
+    assert [(p.node, p.variable) for p in found] == [(h, "firewall_allowed_sources") for h in NODES]
+    assert all("70000" not in p.allowed for p in found)
+    assert problems(context(derived={"cluster_services": services})) == []
 
 
 def test_a_table_no_rule_foresaw_is_a_problem_not_an_error():

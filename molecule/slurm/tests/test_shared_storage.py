@@ -118,8 +118,9 @@ def test_an_injected_or_world_export_client_is_refused_and_the_export_stays():
     result = ansible_playbook("playbooks/shared_storage.yml", "-e",
                               json.dumps({"shared_storage_export_clients": ["10.231.9.0/24", INJECTED, "*"]}))
     assert result.returncode != 0
-    assert "The NFS export is not written: shared_storage_export_clients is '10.231.9.0/24; }; EXPORT" \
-        in result.output, result.output[-3000:]
+    assert "2 problems in the inventory; no node was changed" in result.output, result.output[-3000:]
+    assert "sl1, sl2, sl3: shared_storage_export_clients is '10.231.9.0/24; }; EXPORT" in result.output, \
+        result.output[-3000:]
     assert ("shared_storage_export_clients is '*': an address, a network (10.0.0.0/24) or a host name; '*' and /0 "
             "export to every address and need shared_storage_export_world: true") in result.output
     assert "Shared storage on every cluster node" not in result.output

@@ -136,11 +136,12 @@ def _node_addresses(ctx):
                 yield Problem("base_node_address", addresses.get(name, ""), NO_ADDRESS.format(group=group), name)
 
 
-def _table_ok(services) -> bool:
-    """The contract's table with every port a port or a range (the contract's rules name a bad one)."""
-    return isinstance(services, list) and all(
-        isinstance(service, Mapping) and ("port" not in service or _port_ok(service["port"]))
-        for service in services)
+def _usable(services) -> list | None:
+    """The contract's table less the services whose port is not a port or a range (the contract's rules name
+    those), so that the rest is still judged; None when it is not a table of mappings."""
+    if not isinstance(services, list) or not all(isinstance(service, Mapping) for service in services):
+        return None
+    return [service for service in services if "port" not in service or _port_ok(service["port"])]
 
 
 # The checks of the ruleset's inputs: where one refuses a value, the ruleset is not computed
@@ -153,7 +154,8 @@ _RULESET_INPUTS = ("cluster_services", "firewall_node_addresses", "firewall_cont
 
 def _ruleset(ctx, host):
     """The node's nftables rules as the role computes them (vars/main.yml's firewall_ruleset)."""
-    if not all(ctx.has(host, name) for name in _RULESET_INPUTS) or not _table_ok(ctx.var(host, "cluster_services")):
+    services = _usable(ctx.var(host, "cluster_services"))
+    if not all(ctx.has(host, name) for name in _RULESET_INPUTS) or services is None:
         return
     if any(any(check(ctx, host)) for check in _INPUTS):
         return
@@ -161,7 +163,7 @@ def _ruleset(ctx, host):
     extra_ports = [{key: value for key, value in entry.items() if value is not None}
                    for entry in ctx.var(host, "firewall_extra_ports")]
     try:
-        ruleset(ctx.var(host, "cluster_services"), host, ctx.var(host, "firewall_node_addresses"),
+        ruleset(services, host, ctx.var(host, "firewall_node_addresses"),
                 list(ctx.groups.get(ctx.var(host, "firewall_cluster_group"), ())),
                 allowed_sources=ctx.var(host, "firewall_allowed_sources"),
                 allow_world=ctx.var(host, "firewall_allow_world"),
