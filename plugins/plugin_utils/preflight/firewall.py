@@ -159,6 +159,9 @@ def _ruleset(ctx, host):
         return
     if any(any(check(ctx, host)) for check in _INPUTS):
         return
+    controller_port = ctx.var(host, "ansible_port", ctx.var(host, "firewall_ssh_port"))
+    if not ctx.has(host, "ansible_port") and not _port_ok(controller_port):
+        return  # firewall_ssh_port: the contract's rules name it
     # As written: the spec's None for an unset proto, sources or why is no value the role passes.
     extra_ports = [{key: value for key, value in entry.items() if value is not None}
                    for entry in ctx.var(host, "firewall_extra_ports")]
@@ -169,7 +172,7 @@ def _ruleset(ctx, host):
                 allow_world=ctx.var(host, "firewall_allow_world"),
                 ssh_sources=ctx.var(host, "firewall_ssh_sources"),
                 controller_sources=ctx.var(host, "firewall_controller_addresses"),
-                controller_port=ctx.var(host, "ansible_port", ctx.var(host, "firewall_ssh_port")),
+                controller_port=controller_port,
                 extra_ports=extra_ports, extra_rules=ctx.var(host, "firewall_extra_rules"))
     except Refused as refused:
         yield from refused.problems
