@@ -69,6 +69,19 @@ def node(name: str):
 PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
 
 
+@lru_cache(maxsize=None)
+def declared(name: str) -> dict:
+    """A node's declared values as the roles see them: the cluster contract's defaults
+    (roles/cluster/defaults/main.yml, the owner of every shared value such as the service ports) under
+    the node's variables from the scenario's whole inventory directory (group_vars and the scenario's
+    linked inventory.yml, which the ``hostvars`` fixture's single inventory file lacks)."""
+    with open(os.path.join(PROJECT, "roles/cluster/defaults/main.yml"), encoding="utf-8") as handle:
+        contract = yaml.safe_load(handle)
+    inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
+    variables = testinfra.get_host(f"ansible://{name}?ansible_inventory={inventory}").ansible.get_variables()
+    return {**contract, **variables}
+
+
 def ansible_playbook(playbook: str, *args: str, inventory: str | None = None, env: dict | None = None):
     """Run a playbook of the project from the controller, as an admin would.
 

@@ -6,9 +6,9 @@
 DEMO is what the demo inventory's nodes see (inventories/demo/group_vars/all/gpustack.yml and hosts.yml:
 GPUStack on, the server on dp1 at 10.231.0.11, dp2 and dp3 its workers, the wheelhouse without an index):
 roles/gpustack/defaults/main.yml and the cluster contract's defaults under them, and the role's derived
-gpustack_server_host as vars/main.yml renders it there. DOCKER is the molecule docker scenario's (dk1 the
-server at 10.231.3.11 on gpustack_port 8080, dk2 and dk3 workers, GPUStack installed and running): its four
-bad-input runs (molecule/docker/tests/test_gpustack.py) are the E2E tests below, with their wording.
+gpustack_server_host as vars/main.yml renders it there. DOCKER is the cluster the molecule docker scenario had
+when GPUStack was tested there (dk1 the server at 10.231.3.11 on gpustack_port 8080, dk2 and dk3 workers,
+GPUStack installed and running): its four bad-input runs are the E2E tests below, with their wording.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ DEMO = ROLE_DEFAULTS | CONTRACT_DEFAULTS | {
 DEMO_NODES = ["dp1", "dp2", "dp3"]
 DEMO_GROUPS = {"all": DEMO_NODES, "ungrouped": [], "cluster": DEMO_NODES, "head": ["dp1"],
                "workers": ["dp2", "dp3"], "gpu": DEMO_NODES}
-# molecule/docker/host_vars (one file for the three nodes).
+# As molecule/docker/host_vars set it then (one file for the three nodes).
 DOCKER = DEMO | {"gpustack_port": 8080, "gpustack_server_host": "10.231.3.11"}
 DOCKER_NODES = ["dk1", "dk2", "dk3"]
 DOCKER_GROUPS = {"all": DOCKER_NODES, "ungrouped": [], "cluster": DOCKER_NODES, "head": ["dk1"],

@@ -1,28 +1,28 @@
-"""State role gpustack must leave in the docker scenario.
+"""State role gpustack must leave in the cluster scenario, with every other role beside it.
 
 GPUStack 2.3.0 from the scenario's wheelhouse of PyPI wheels: the server on
-dk1 (head) on Debian's PostgreSQL, its API on the declared gpustack_port,
-workers on dk2 and dk3 registered with the server's token. The API is asked
-with credentials read on the node by the node's own shell: no secret enters
-the tests' output. The last tests run playbooks/gpustack.yml from the
-controller as an admin would: a wrong token fails naming the worker and
-never shows the token (bad inputs are the preflight's: its rules'
-unit tests and tests/tooling/test_preflight_cases.py).
+dp1 (head) on Debian's PostgreSQL, its API on the declared gpustack_port,
+workers on dp2 and dp3 registered with the server's token, all behind the
+firewall site.yml applies last. The API is asked with credentials read on
+the node by the node's own shell: no secret enters the tests' output. The
+last tests run playbooks/gpustack.yml from the controller as an admin
+would: a wrong token fails naming the worker and never shows the token (bad
+inputs are the preflight's: its rules' unit tests and
+tests/tooling/test_preflight_cases.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 import time
 
 import pytest
-import testinfra
 from conftest import ansible_playbook, drift_named, node
+from conftest import declared as declared_values
 
-SERVER, WORKERS = "dk1", ("dk2", "dk3")
+SERVER, WORKERS = "dp1", ("dp2", "dp3")
 NODES = (SERVER, *WORKERS)
 VENV = "/opt/gpustack/venv"
 CONFIG = "/etc/gpustack/config.yaml"
@@ -30,18 +30,17 @@ CONFIG = "/etc/gpustack/config.yaml"
 
 @pytest.fixture(scope="module")
 def declared():
-    """dk1's inventory variables (the three nodes share one host_vars file)."""
-    inventory = os.environ["MOLECULE_INVENTORY_FILE"]
-    return testinfra.get_host(f"ansible://{SERVER}?ansible_inventory={inventory}").ansible.get_variables()
+    """dp1's declared values (the three nodes share one set, molecule/cluster/inventory.yml)."""
+    return declared_values(SERVER)
 
 
 def server_url(declared) -> str:
-    # dk1's platform address (molecule.yml); the inventory's ansible_host is a template.
-    return f"http://10.231.3.11:{declared['gpustack_port']}"
+    # dp1's platform address (molecule.yml); the inventory's ansible_host is a template.
+    return f"http://10.231.1.11:{declared['gpustack_port']}"
 
 
 def workers_listed(declared) -> dict:
-    """{worker name: state} from the server's API, asked on dk1 as admin."""
+    """{worker name: state} from the server's API, asked on dp1 as admin."""
     # The nodes have no curl: Python's urllib, the password read by the node's own Python.
     out = node(SERVER).check_output(
         "python3 -c \"import base64, urllib.request as u; p = open('/var/lib/gpustack/initial_admin_password').read()"
@@ -64,7 +63,7 @@ def test_installed_version_is_the_pinned_one(declared):
 
 def test_server_api_answers_on_the_declared_port_from_a_worker(declared):
     assert declared["gpustack_port"] == 8080
-    answer = node("dk2").check_output(
+    answer = node("dp2").check_output(
         f"python3 -c \"import urllib.request as u; print(u.urlopen('{server_url(declared)}/healthz').read().decode())\"")
     assert answer == '"ok"'
     listening = node(SERVER).check_output(f"ss -Hltnp 'sport = :{declared['gpustack_port']}'")
@@ -113,20 +112,20 @@ def test_the_workers_hold_the_servers_token():
 
 
 def test_a_wrong_token_fails_naming_the_worker_and_never_shows_the_token(tmp_path, declared):
-    before = sha256("dk3", CONFIG)
+    before = sha256("dp3", CONFIG)
     wrong = "WrongToken" + secrets.token_hex(12)
     (tmp_path / "vars.json").write_text(json.dumps({"gpustack_token": wrong}))
-    result = ansible_playbook("playbooks/gpustack.yml", "-v", "--limit", "dk3", "-e", f"@{tmp_path / 'vars.json'}")
+    result = ansible_playbook("playbooks/gpustack.yml", "-v", "--limit", "dp3", "-e", f"@{tmp_path / 'vars.json'}")
     assert result.returncode != 0
-    assert (f"GPUStack worker dk3: the server at {server_url(declared)} refused its registration token (HTTP 401)"
+    assert (f"GPUStack worker dp3: the server at {server_url(declared)} refused its registration token (HTTP 401)"
             in result.output), result.output[-3000:]
     leaked = wrong in result.stdout + result.stderr
     assert not leaked, "the wrong token appears in the -v output"
     real = node(SERVER).check_output("cat /etc/gpustack/token")
     leaked = real in result.stdout + result.stderr
     assert not leaked, "the server's token appears in the -v output"
-    assert sha256("dk3", CONFIG) == before
-    assert workers_listed(declared)["dk3"] == "ready"
+    assert sha256("dp3", CONFIG) == before
+    assert workers_listed(declared)["dp3"] == "ready"
 
 
 # Issue 29, finding 5: a database URL of valid form with a wrong password
@@ -149,7 +148,7 @@ def test_a_database_url_that_does_not_connect_is_refused_and_the_server_keeps_ru
     assert workers_listed(declared) == dict.fromkeys(WORKERS, "ready")
 
 
-# Issue 29, finding 7: the GPUStack server stopped is a drift of dk1 in
+# Issue 29, finding 7: the GPUStack server stopped is a drift of dp1 in
 # verify.yml (component service.stopped), and nowhere else.
 def test_a_stopped_gpustack_server_fails_verify_naming_it(declared):
     node(SERVER).check_output("systemctl stop gpustack")
@@ -179,7 +178,7 @@ def wait_for_the_workers(declared, seconds=240):
 
 
 # Issue 29, finding 7: GPUStack's own PostgreSQL (gpustack_database_url is
-# empty here) stopped is a drift of dk1 too. gpustack.service Requires= it and
+# empty here) stopped is a drift of dp1 too. gpustack.service Requires= it and
 # stops with it, so the line names gpustack first; both are started again.
 def test_a_stopped_database_fails_verify_naming_it(declared):
     node(SERVER).check_output("systemctl stop postgresql")
@@ -195,6 +194,6 @@ def test_a_stopped_database_fails_verify_naming_it(declared):
         node(SERVER).check_output("systemctl restart gpustack")
     wait_for_the_workers(declared)
     # Other components are other tests' business here: no service is a drift any more (the run may still say
-    # what changed since the previous one: "dk1: service.stopped ... -> none").
+    # what changed since the previous one: "dp1: service.stopped ... -> none").
     result = ansible_playbook("playbooks/verify.yml")
     assert not drift_named(result.output, SERVER, "service.stopped"), result.output[-3000:]
