@@ -32,6 +32,8 @@ LOCK_HELD = re.compile(
 )
 HOLDER = re.compile(r"Could not get lock (?P<path>/\S+?)\.? It is held by process (?P<pid>\d+)(?: \((?P<name>[^)]*)\))?")
 LOCK_PATH = re.compile(r"Could not get lock (?P<path>/\S+?)[.\s]")
+FRONTEND = re.compile(r"Unable to acquire the dpkg frontend lock \((?P<path>/[^)\s]+)\)")
+UNNAMED = "apt did not name the lock or its holder"
 
 
 def lock_held(result: dict) -> bool:
@@ -39,15 +41,22 @@ def lock_held(result: dict) -> bool:
     return bool(result.get("failed")) and bool(LOCK_HELD.search(_text(result)))
 
 
-def lock_holder(result: dict) -> str:
-    """'/var/lib/dpkg/lock-frontend, held by process 123 (unattended-upgr)', as far as apt tells."""
+def lock_holder(result: dict, earlier: str = "") -> str:
+    """'/var/lib/dpkg/lock-frontend, held by process 123 (unattended-upgr)', as far as apt tells.
+
+    ``earlier`` is what an earlier try of the same task found: apt's answer to a wait that timed out does
+    not always carry its "It is held by process" line (seen under load: only "Unable to acquire the dpkg
+    frontend lock"), and a holder named seconds before is worth more than the lock's path alone.
+    """
     text = _text(result)
     found = HOLDER.search(text)
     if found:
         name = f" ({found['name']})" if found["name"] else ""
         return f"{found['path']}, held by process {found['pid']}{name}"
-    found = LOCK_PATH.search(text)
-    return found["path"] if found else "apt did not name the lock or its holder"
+    if "held by process" in earlier:
+        return earlier
+    found = LOCK_PATH.search(text) or FRONTEND.search(text)
+    return found["path"] if found else (earlier or UNNAMED)
 
 
 def _text(result: dict) -> str:
@@ -91,18 +100,21 @@ class ActionModule(ActionBase):
         args.setdefault("lock_timeout", timeout)
         waited = args["lock_timeout"]
         host = task_vars.get("inventory_hostname", "this node")
+        holder = ""
         for attempt in range(1, retries + 2):
             outcome = self._execute_module(module_name="ansible.builtin.apt", module_args=args, task_vars=task_vars)
             if not lock_held(outcome) or attempt > retries:
                 break
-            display.warning(f"{host}: {lock_holder(outcome)}; apt waited {waited} s for the dpkg lock, "
+            holder = lock_holder(outcome, holder)
+            display.warning(f"{host}: {holder}; apt waited {waited} s for the dpkg lock, "
                             f"trying again ({attempt} of apt_repo_lock_retries={retries} retries)")
         result.update(outcome)
         if lock_held(outcome):
+            holder = lock_holder(outcome, holder)
             # apt's own error (ansible-core 2.19 prints it as the task's error) gives way to this message.
             result.pop("exception", None)
             result["msg"] = (
-                f"The dpkg lock is held on {host}: {lock_holder(outcome)}. apt waited {waited} s for it "
+                f"The dpkg lock is held on {host}: {holder}. apt waited {waited} s for it "
                 f"{retries + 1} time(s). Let that process finish (or stop it), or raise apt_repo_lock_timeout "
                 f"(now {timeout}, seconds) or apt_repo_lock_retries (now {retries}) in the inventory. "
                 f"apt said: {outcome.get('msg', '')}"

@@ -89,6 +89,28 @@ def test_a_lock_still_held_is_tried_retries_plus_one_times_then_fails_naming_loc
     assert "apt_repo_lock_timeout (now 5, seconds) or apt_repo_lock_retries (now 2)" in result["msg"]
 
 
+# What apt answered on the last of two tries in a fresh-clone suite run under load: no "It is held by
+# process" line, while the first try's answer had one.
+UNNAMED_HOLDER = "E: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend), is another process using it?"
+
+
+def test_apt_s_answer_without_a_holder_names_the_lock_or_keeps_what_an_earlier_try_named():
+    held = {"failed": True, "msg": UNNAMED_HOLDER}
+    assert action.lock_holder(held) == "/var/lib/dpkg/lock-frontend"
+    assert action.lock_holder(held, "/var/lib/dpkg/lock-frontend, held by process 7 (python3)") == (
+        "/var/lib/dpkg/lock-frontend, held by process 7 (python3)")
+    assert action.lock_holder({"failed": True, "msg": "E: Could not get lock"}) == action.UNNAMED
+
+
+def test_a_holder_named_by_an_earlier_try_stays_in_the_message_when_the_last_answer_names_none():
+    held = {"failed": True, "msg": UNNAMED_HOLDER, "exception": "apt's own error"}
+    result, calls = run([HELD, held], {"apt_repo_lock_timeout": 5, "apt_repo_lock_retries": 1})
+    assert len(calls) == 2
+    assert result["msg"].startswith(
+        "The dpkg lock is held on ft2: /var/lib/dpkg/lock-frontend, held by process 4242 (python3). "
+        "apt waited 5 s for it 2 time(s).")
+
+
 def test_a_lock_released_between_tries_ends_in_apt_s_own_result():
     result, calls = run([HELD, {"changed": True, "msg": ""}], {"apt_repo_lock_timeout": 5, "apt_repo_lock_retries": 2})
     assert len(calls) == 2
