@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import time
 
 import pytest
-from conftest import ansible_playbook, drift_named, node
+from conftest import ansible_playbook, drift_named, node, wait_until
 from conftest import declared as declared_values
 
 SERVER, WORKERS = "dp1", ("dp2", "dp3")
@@ -148,51 +147,47 @@ def test_a_database_url_that_does_not_connect_is_refused_and_the_server_keeps_ru
     assert workers_listed(declared) == dict.fromkeys(WORKERS, "ready")
 
 
-# Issue 29, finding 7: the GPUStack server stopped is a drift of dp1 in
-# verify.yml (component service.stopped), and nowhere else.
-def test_a_stopped_gpustack_server_fails_verify_naming_it(declared):
-    node(SERVER).check_output("systemctl stop gpustack")
+def verify_with_the_server_s_unit_stopped(declared, unit: str, then: list[str]):
+    """verify.yml's output with ``unit`` stopped on the server; it must fail naming no worker's service.
+    Then the ``then`` commands bring the server back, and the server's API lists both workers ready
+    again (later tests use it)."""
+    node(SERVER).check_output(f"systemctl stop {unit}")
     try:
         result = ansible_playbook("playbooks/verify.yml")
         assert result.returncode != 0
-        # systemd marks it failed or inactive, after how GPUStack answers SIGTERM.
-        assert re.search(rf"{SERVER}: service.stopped expected none, actual gpustack \((inactive|failed)\)",
-                         result.output), result.output[-3000:]
         assert not [n for n in WORKERS if drift_named(result.output, n, "service.stopped")]
     finally:
-        node(SERVER).check_output("systemctl start gpustack")
-    wait_for_the_workers(declared)
+        for command in then:
+            node(SERVER).check_output(command)
+    wait_until("GPUStack's server listing both workers ready again", lambda: workers_ready(declared), 240, every=5)
+    return result
 
 
-def wait_for_the_workers(declared, seconds=240):
-    """Until the server's API lists both workers ready again (later tests use it)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if workers_listed(declared) == dict.fromkeys(WORKERS, "ready"):
-                return
-        except (AssertionError, ValueError, KeyError):  # not answering yet
-            pass
-        time.sleep(5)
-    assert workers_listed(declared) == dict.fromkeys(WORKERS, "ready")
+def workers_ready(declared) -> bool:
+    try:
+        return workers_listed(declared) == dict.fromkeys(WORKERS, "ready")
+    except (ValueError, KeyError):  # not answering yet (AssertionError too: wait_until's)
+        return False
+
+
+# Issue 29, finding 7: the GPUStack server stopped is a drift of dp1 in
+# verify.yml (component service.stopped), and nowhere else.
+def test_a_stopped_gpustack_server_fails_verify_naming_it(declared):
+    result = verify_with_the_server_s_unit_stopped(declared, "gpustack", ["systemctl start gpustack"])
+    # systemd marks it failed or inactive, after how GPUStack answers SIGTERM.
+    assert re.search(rf"{SERVER}: service.stopped expected none, actual gpustack \((inactive|failed)\)",
+                     result.output), result.output[-3000:]
 
 
 # Issue 29, finding 7: GPUStack's own PostgreSQL (gpustack_database_url is
 # empty here) stopped is a drift of dp1 too. gpustack.service Requires= it and
 # stops with it, so the line names gpustack first; both are started again.
 def test_a_stopped_database_fails_verify_naming_it(declared):
-    node(SERVER).check_output("systemctl stop postgresql")
-    try:
-        result = ansible_playbook("playbooks/verify.yml")
-        assert result.returncode != 0
-        line = next((text for text in result.output.splitlines()
-                     if f"{SERVER}: service.stopped expected none, actual " in text), "")
-        assert "postgresql (inactive)" in line, result.output[-3000:]
-        assert not [n for n in WORKERS if drift_named(result.output, n, "service.stopped")]
-    finally:
-        node(SERVER).check_output("systemctl start postgresql")
-        node(SERVER).check_output("systemctl restart gpustack")
-    wait_for_the_workers(declared)
+    result = verify_with_the_server_s_unit_stopped(
+        declared, "postgresql", ["systemctl start postgresql", "systemctl restart gpustack"])
+    line = next((text for text in result.output.splitlines()
+                 if f"{SERVER}: service.stopped expected none, actual " in text), "")
+    assert "postgresql (inactive)" in line, result.output[-3000:]
     # Other components are other tests' business here: no service is a drift any more (the run may still say
     # what changed since the previous one: "dp1: service.stopped ... -> none").
     result = ansible_playbook("playbooks/verify.yml")
