@@ -1,6 +1,6 @@
 """The whole stack site.yml leaves on every node, and verify.yml's view of it.
 
-The role scenarios (molecule/docker, nvidia, nccl, conda) test each role's
+The role scenarios (molecule/nvidia, nccl, conda) and tests/test_docker.py test each role's
 behaviours; here the roles run together, in site.yml's order, on one cluster.
 """
 

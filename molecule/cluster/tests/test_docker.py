@@ -1,12 +1,14 @@
-"""State the docker role must leave on every node of the docker scenario.
+"""State the docker role must leave on every node of the cluster scenario.
 
 The nodes run Debian's docker.io (Docker 20.10: no ``dockerd --validate``)
 and nvidia-container-toolkit from the local TEST STAND-IN of NVIDIA's
 repository (tests/standin/). The declared values come from the inventory
-(host_vars/dk1.yml), so a role that did nothing - or wrote the defaults -
-fails here. The last tests run playbooks from the controller, as an admin
-would: a bad daemon option must fail before any restart, and a node with
-another Docker package must make verify.yml fail naming it.
+(../inventory.yml sets values other than the defaults), so a role that did
+nothing - or wrote the defaults - fails here; ../prepare.yml leaves a user and,
+on dp2, a hand-written daemon.json. The last tests run playbooks from the
+controller, as an admin would: a bad daemon option must fail before any
+restart, and a node with another Docker package must make verify.yml fail
+naming it.
 """
 
 from __future__ import annotations
@@ -19,19 +21,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import node
+from conftest import ansible_playbook, declared, node
 
 ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
-INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
-EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
-STANDIN = ROOT / ".cache" / "standin-apt-docker"
-NODES = ("dk1", "dk2", "dk3")
+STANDIN = ROOT / ".cache" / "standin-apt-cluster"
+NODES = ("dp1", "dp2", "dp3")
 RUNTIME = "/usr/bin/nvidia-container-runtime"
 TOOLKIT = ["nvidia-container-toolkit", "nvidia-container-toolkit-base",
            "libnvidia-container-tools", "libnvidia-container1"]
-HAND_LABEL = "lockstep.test/hand-written=yes"  # written by ../prepare.yml on dk2
-# Molecule forces colour on; the playbooks the tests run print plain text.
-PLAIN = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+HAND_LABEL = "lockstep.test/hand-written=yes"  # written by ../prepare.yml on dp2
 
 
 def docker_info(host) -> dict:
@@ -47,10 +45,8 @@ def dockerd_state(host) -> tuple[str, str, str]:
 
 
 def playbook(name: str, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["ansible-playbook", "-i", INVENTORY, str(ROOT / "playbooks" / name), *extra],
-        capture_output=True, text=True, cwd=ROOT, env=PLAIN, check=False,
-    )
+    """A concern playbook on the scenario's whole inventory (its linked inventory.yml included)."""
+    return ansible_playbook(f"playbooks/{name}", *extra)
 
 
 # --------------------------------------------------------------------------
@@ -68,8 +64,9 @@ def test_dockerd_and_containerd_run(host):
 
 
 def test_users_are_in_the_docker_group(host, hostvars):
-    assert hostvars["docker_users"]
-    for user in hostvars["docker_users"]:
+    users = declared(hostvars["inventory_hostname"])["docker_users"]
+    assert users
+    for user in users:
         assert "docker" in host.check_output(f"id -nG {user}").split()
 
 
@@ -100,17 +97,19 @@ def test_containerd_knows_the_nvidia_runtime(host):
 # daemon.json and the running daemon
 # --------------------------------------------------------------------------
 def test_docker_info_shows_the_declared_configuration(host, hostvars):
+    values = declared(hostvars["inventory_hostname"])
     info = docker_info(host)
     assert info["DefaultRuntime"] == "nvidia"
     assert info["Runtimes"]["nvidia"]["path"] == RUNTIME
-    assert info["RegistryConfig"]["Mirrors"] == [m.rstrip("/") + "/" for m in hostvars["docker_registry_mirrors"]]
-    assert info["DockerRootDir"] == hostvars["docker_data_root"]
+    assert info["RegistryConfig"]["Mirrors"] == [m.rstrip("/") + "/" for m in values["docker_registry_mirrors"]]
+    assert info["DockerRootDir"] == values["docker_data_root"]
     assert info["LoggingDriver"] == "json-file"
     assert info["CgroupDriver"] == "systemd"
     assert info["LiveRestoreEnabled"] is True
 
 
 def test_new_containers_get_the_log_options_and_the_nvidia_runtime(host, hostvars):
+    values = declared(hostvars["inventory_hostname"])
     # docker info does not show log-opts: a container created (not started:
     # these nodes cannot run containers) shows what dockerd gives it.
     host.check_output("tar -cf - -T /dev/null | docker import - lockstep-probe:empty")
@@ -119,7 +118,7 @@ def test_new_containers_get_the_log_options_and_the_nvidia_runtime(host, hostvar
         config = json.loads(host.check_output("docker inspect --format '{{json .HostConfig}}' lockstep-probe"))
     finally:
         host.run("docker rm -f lockstep-probe; docker rmi lockstep-probe:empty")
-    expected = {k: str(v) for k, v in hostvars["docker_log_opts"].items()}
+    expected = {k: str(v) for k, v in values["docker_log_opts"].items()}
     assert config["LogConfig"] == {"Type": "json-file", "Config": expected}
     assert config["Runtime"] == "nvidia"
 
@@ -130,14 +129,14 @@ def test_daemon_json_is_written_with_sorted_keys(host):
 
 
 def test_keys_written_by_hand_survive_the_converge():
-    dk2 = node("dk2")
-    config = json.loads(dk2.file("/etc/docker/daemon.json").content_string)
+    dp2 = node("dp2")
+    config = json.loads(dp2.file("/etc/docker/daemon.json").content_string)
     assert config["labels"] == [HAND_LABEL]
     assert config["max-concurrent-downloads"] == 7
     assert config["live-restore"] is True  # a managed key: the hand-written false is replaced
     # dockerd runs with the merged file.
-    assert HAND_LABEL in docker_info(dk2)["Labels"]
-    assert "labels" not in json.loads(node("dk1").file("/etc/docker/daemon.json").content_string)
+    assert HAND_LABEL in docker_info(dp2)["Labels"]
+    assert "labels" not in json.loads(node("dp1").file("/etc/docker/daemon.json").content_string)
 
 
 # --------------------------------------------------------------------------
@@ -152,12 +151,6 @@ def apt_state(host) -> str:
         "dpkg-query -W -f='${Package} ${Version} ${Status}\\n' | sort | sha256sum")
 
 
-def one_line(result) -> str:
-    """The output as one line: the YAML callback folds long messages and
-    doubles the single quotes of single-quoted strings."""
-    return " ".join((result.stdout + result.stderr).split()).replace("''", "'")
-
-
 def unchanged_recap(out: str) -> bool:
     recap = re.findall(r"changed=(\d+)", out)
     return bool(recap) and set(recap) == {"0"}
@@ -169,11 +162,11 @@ def test_an_option_only_the_node_refuses_fails_before_any_restart_and_dockerd_ke
     before = {name: dockerd_state(node(name)) for name in NODES}
     mirrors = {name: docker_info(node(name))["RegistryConfig"]["Mirrors"] for name in NODES}
     bad = tmp_path / "bad-hosts.yml"
-    bad.write_text(json.dumps({"all": {"hosts": {"dk3": {"docker_daemon_options": {"hosts": ["tcp://0.0.0.0:2375"]}}}}}))
+    bad.write_text(json.dumps({"all": {"hosts": {"dp3": {"docker_daemon_options": {"hosts": ["tcp://0.0.0.0:2375"]}}}}}))
     result = playbook("docker.yml", "-i", str(bad))
-    out = one_line(result)
+    out = result.output
     assert result.returncode != 0, out[-3000:]
-    assert "fatal: [dk3]" in out
+    assert "fatal: [dp3]" in out
     assert "daemon.json option 'hosts': is already set on dockerd's command line" in out, out[-3000:]
     assert "/etc/docker/daemon.json not changed - the merged configuration is invalid" in out
     assert "RUNNING HANDLER" not in out
@@ -191,7 +184,7 @@ DOCKER_FINGERPRINT = "9DC858229FC7DD38854AE2D88D81803C0EBFCD88"
 def test_a_key_with_another_fingerprint_fails_naming_url_and_fingerprint_and_changes_nothing():
     before = {name: apt_state(node(name)) for name in NODES}
     result = playbook("docker.yml", "-e", f"docker_nvidia_repo_key_fingerprint={DOCKER_FINGERPRINT}")
-    out = one_line(result)
+    out = result.output
     assert result.returncode != 0, out[-3000:]
     assert ("key_url file:///srv/lockstep-standin/lockstep-standin.gpg does not provide the declared "
             f"key_fingerprint {DOCKER_FINGERPRINT}") in out, out[-3000:]
@@ -203,13 +196,13 @@ def test_a_key_with_another_fingerprint_fails_naming_url_and_fingerprint_and_cha
 
 def test_an_http_key_url_is_refused():
     result = playbook("docker.yml", "-e", "docker_nvidia_repo_key_url=http://127.0.0.1:9/gpgkey")
-    out = one_line(result)
+    out = result.output
     assert result.returncode != 0
     assert "http://127.0.0.1:9/gpgkey" in out and "docker_nvidia_repo_key_url" in out, out[-3000:]
 
 
 def test_the_keyring_holds_exactly_the_declared_key(host):
-    # The declared fingerprint: the stand-in build's (host_vars/dk1.yml reads it from there).
+    # The declared fingerprint: the stand-in build's (the demo's group_vars read it from there).
     declared = (STANDIN / "lockstep-standin.fpr").read_text().strip()
     listing = host.check_output(
         "gpg --show-keys --with-colons /etc/apt/keyrings/lockstep-nvidia-container-toolkit.gpg")
@@ -233,36 +226,30 @@ dpkg -i /var/tmp/lockstep-repack/other.deb >/dev/null
 
 
 @pytest.fixture
-def dk3_on_another_docker():
-    """dk3 gets docker.io at another package version: the same Debian
+def dp3_on_another_docker():
+    """dp3 gets docker.io at another package version: the same Debian
     package, rebuilt with '+lockstep.other1' appended to its version."""
-    dk3 = node("dk3")
-    dk3.check_output("bash -c %s", REPACK)
-    version = dk3.check_output("dpkg-query -W -f='${Version}' docker.io")
+    dp3 = node("dp3")
+    dp3.check_output("bash -c %s", REPACK)
+    version = dp3.check_output("dpkg-query -W -f='${Version}' docker.io")
     yield version
-    dk3.check_output("dpkg -i /var/tmp/lockstep-repack/original.deb >/dev/null && rm -rf /var/tmp/lockstep-repack")
+    dp3.check_output("dpkg -i /var/tmp/lockstep-repack/original.deb >/dev/null && rm -rf /var/tmp/lockstep-repack")
 
 
-def drift_report() -> dict:
-    return json.loads((EPHEMERAL / "reports" / "drift.json").read_text())
+def verify(reports: Path) -> subprocess.CompletedProcess:
+    """verify.yml with Docker's packages compared across nodes too (pkg.<name>), its reports in `reports`."""
+    return playbook("verify.yml", "-e", json.dumps({"verify_packages": ["docker.io", "containerd", TOOLKIT[0]],
+                                                   "verify_reports_dir": str(reports)}))
 
 
-def test_identical_nodes_pass_verify():
-    result = playbook("verify.yml")
-    assert result.returncode == 0, result.stdout[-4000:]
-    by_component = drift_report()["by_component"]
-    assert by_component["docker.default_runtime"]["expected"] == "nvidia"
-    assert by_component["docker.nvidia_container_toolkit"]["expected"] == "1.14.3"
-
-
-def test_a_node_with_another_docker_version_fails_verify_naming_it(dk3_on_another_docker):
-    other = dk3_on_another_docker
+def test_a_node_with_another_docker_version_fails_verify_naming_it(dp3_on_another_docker, tmp_path):
+    other = dp3_on_another_docker
     assert other.endswith("+lockstep.other1")
-    result = playbook("verify.yml")
+    result = verify(tmp_path)
     assert result.returncode != 0
-    out = " ".join((result.stdout + result.stderr).split())
-    good = node("dk1").check_output("dpkg-query -W -f='${Version}' docker.io")
-    assert f"dk3: pkg.docker.io expected {good}, actual {other} (differs)" in out, result.stdout[-4000:]
-    drifts = drift_report()["drifts"]
-    assert drifts and {d["host"] for d in drifts} == {"dk3"}
+    out = result.output
+    good = node("dp1").check_output("dpkg-query -W -f='${Version}' docker.io")
+    assert f"dp3: pkg.docker.io expected {good}, actual {other} (differs)" in out, result.stdout[-4000:]
+    drifts = json.loads((tmp_path / "drift.json").read_text())["drifts"]
+    assert drifts and {d["host"] for d in drifts} == {"dp3"}
     assert "pkg.docker.io" in {d["component"] for d in drifts}
