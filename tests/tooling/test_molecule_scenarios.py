@@ -22,7 +22,7 @@ SCENARIOS = {p.parent.name: yaml.safe_load(p.read_text()) for p in sorted(ROOT.g
 
 
 def test_there_are_scenarios():
-    assert {"cluster", "docker", "nvidia", "nccl"} <= set(SCENARIOS)
+    assert {"cluster", "nvidia", "nccl", "slurm", "faults"} <= set(SCENARIOS)
 
 
 def test_platform_names_are_unique_across_scenarios():

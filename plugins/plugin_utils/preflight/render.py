@@ -24,13 +24,18 @@ from ansible_collections.lockstep.gpu.plugins.plugin_utils.problems import Probl
 
 
 def layers(loader, roles) -> tuple[dict, dict]:
-    """The roles' defaults and vars (roles/<role>/{defaults,vars}/main.yml), as trusted templates."""
+    """The roles' defaults and vars (roles/<role>/{defaults,vars}/main.yml), as trusted templates.
+
+    The loader's cached parse is used as it is (``unsafe=True``: no deep copy of each file on each
+    call, which was most of the cost of a node's values): the files' values are only read here and
+    templated into new objects, never changed.
+    """
     defaults, role_vars = {}, {}
     for role in roles:
         for folder, into in (("defaults", defaults), ("vars", role_vars)):
             path = engine.ROLES_DIR / role / folder / "main.yml"
             if path.is_file():
-                into.update(loader.load_from_file(str(path), trusted_as_template=True) or {})
+                into.update(loader.load_from_file(str(path), unsafe=True, trusted_as_template=True) or {})
     return defaults, role_vars
 
 
