@@ -101,6 +101,7 @@ def test_docker_info_shows_the_declared_configuration(host, hostvars):
     info = docker_info(host)
     assert info["DefaultRuntime"] == "nvidia"
     assert info["Runtimes"]["nvidia"]["path"] == RUNTIME
+    assert host.file(RUNTIME).mode & 0o111
     assert info["RegistryConfig"]["Mirrors"] == [m.rstrip("/") + "/" for m in values["docker_registry_mirrors"]]
     assert info["DockerRootDir"] == values["docker_data_root"]
     assert info["LoggingDriver"] == "json-file"

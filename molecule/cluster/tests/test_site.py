@@ -22,15 +22,6 @@ def report(tmp_path_factory):
     return json.loads((out / "drift.json").read_text())
 
 
-def test_dockerd_runs_with_the_nvidia_runtime_as_default(host):
-    assert host.service("docker").is_running
-    info = json.loads(host.check_output("docker info --format '{{json .}}'"))
-    assert info["DefaultRuntime"] == "nvidia"
-    runtime = info["Runtimes"]["nvidia"]["path"]
-    assert runtime == "/usr/bin/nvidia-container-runtime"  # roles/docker/defaults: docker_nvidia_runtime_path
-    assert host.file(runtime).mode & 0o111
-
-
 def test_verify_reports_one_docker_stack_on_every_node(report, host):
     by_component = report["by_component"]
     version = json.loads(host.check_output("docker version --format '{{json .Server}}'"))["Version"]
