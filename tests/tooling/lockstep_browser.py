@@ -22,12 +22,13 @@ import os
 import re
 import shutil
 import struct
-import subprocess
 import tempfile
 import time
 import zlib
 from collections import Counter
 from pathlib import Path
+
+import limits
 
 WINDOW = (1280, 1400)
 
@@ -83,41 +84,41 @@ def chromium():
     return os.environ.get("LOCKSTEP_CHROMIUM") or shutil.which("chromium")
 
 
-def _run(args, window, timeout):
+def _run(args, window, cpu_s):
     with tempfile.TemporaryDirectory(prefix="lockstep-chromium-") as profile:
         cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                "--no-first-run", "--disable-extensions", "--hide-scrollbars", "--force-device-scale-factor=1",
                f"--user-data-dir={profile}", f"--window-size={window[0]},{window[1]}", *args]
         start = time.monotonic()
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
-                              env=dict(os.environ, HOME=profile))
+        proc = limits.run(cmd, capture_output=True, text=True, cpu_s=cpu_s, check=False,
+                          env=dict(os.environ, HOME=profile))
         seconds = time.monotonic() - start
     if proc.returncode != 0:
         raise AssertionError(f"chromium failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return proc.stdout, seconds
 
 
-def dump_dom(page, window=WINDOW, timeout=120):
+def dump_dom(page, window=WINDOW, cpu_s=120):
     """The DOM Chromium built from ``page`` (its scripts run), serialised; and the seconds it took."""
-    return _run(["--dump-dom", Path(page).resolve().as_uri()], window, timeout)
+    return _run(["--dump-dom", Path(page).resolve().as_uri()], window, cpu_s)
 
 
-def screenshot(page, png, window=WINDOW, timeout=120):
+def screenshot(page, png, window=WINDOW, cpu_s=120):
     """A PNG of the page's first ``window`` pixels; returns the seconds it took."""
     Path(png).parent.mkdir(parents=True, exist_ok=True)
-    _out, seconds = _run([f"--screenshot={Path(png).resolve()}", Path(page).resolve().as_uri()], window, timeout)
+    _out, seconds = _run([f"--screenshot={Path(png).resolve()}", Path(page).resolve().as_uri()], window, cpu_s)
     assert Path(png).is_file(), f"chromium wrote no {png}"
     return seconds
 
 
-def probe(page, window=WINDOW, timeout=120):
+def probe(page, window=WINDOW, cpu_s=120):
     """What PROBE_JS found in the page, as a dict (plus ``wall_s``: Chromium's whole run)."""
     with tempfile.TemporaryDirectory(prefix="lockstep-probe-") as tmp:
         copy = Path(tmp) / Path(page).name
         text = Path(page).read_text(encoding="utf-8")
         at = text.rindex("</body>")
         copy.write_text(text[:at] + f"<script>{PROBE_JS}</script>\n" + text[at:], encoding="utf-8")
-        dom, seconds = dump_dom(copy, window, timeout)
+        dom, seconds = dump_dom(copy, window, cpu_s)
     found = re.search(r'<pre id="lockstep-probe">(.*?)</pre>', dom, re.S)
     assert found, f"the probe did not run: {dom[-1500:]}"
     result = json.loads(html.unescape(found.group(1)))

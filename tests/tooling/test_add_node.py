@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
+import limits
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,8 +30,8 @@ def add_node(tmp_path: Path, *args: str) -> str:
         "workers": {"hosts": {"dp2": unreachable, "dp3": unreachable}},
     }}}}}))
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", ANSIBLE_STDOUT_CALLBACK="default")
-    proc = subprocess.run([str(PLAYBOOK), "-i", str(inventory), "playbooks/add_node.yml", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = limits.run([str(PLAYBOOK), "-i", str(inventory), "playbooks/add_node.yml", *args], cwd=ROOT, env=env,
+                      capture_output=True, text=True, cpu_s=300, check=False)
     assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "UNREACHABLE" not in proc.stdout and "Check every node before any node changes" not in proc.stdout
     return " ".join(proc.stdout.split())

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import limits
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,9 +56,9 @@ def apt(tmp_path):
 
     def run(snippet: str, distro: str, installed: str = "", lib: bool = True):
         source = f'source "{APT}"; ' if lib else ""
-        proc = subprocess.run(["/bin/bash", "-c", f"set -euo pipefail; {source}{snippet}"],
-                              env={"PATH": str(bin_), "POLICY": POLICY[distro], "INSTALLED": installed},
-                              capture_output=True, text=True, timeout=30, check=False)
+        proc = limits.run(["/bin/bash", "-c", f"set -euo pipefail; {source}{snippet}"],
+                          env={"PATH": str(bin_), "POLICY": POLICY[distro], "INSTALLED": installed},
+                          capture_output=True, text=True, cpu_s=30, check=False)
         proc.calls = calls.read_text().splitlines() if calls.exists() else []
         return proc
     return run

@@ -27,13 +27,14 @@ import sys
 import tarfile
 from pathlib import Path
 
+import limits
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLES = ROOT / "tests" / "fixtures" / "bundles"
 BIN = Path(sys.executable).parent
-TIMEOUT = 120
+CPU_S = 120
 
 
 def _tool(name: str) -> str:
@@ -51,7 +52,7 @@ def _clean_env(**extra: str) -> dict[str, str]:
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    return limits.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, cpu_s=CPU_S)
 
 
 @pytest.fixture(scope="module")

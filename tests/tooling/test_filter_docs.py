@@ -15,10 +15,10 @@ import importlib
 import inspect
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+import limits
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,8 +43,8 @@ def _env():
 
 
 def _run(*args):
-    proc = subprocess.run([_ansible_doc(), *args], cwd=ROOT, env=_env(), capture_output=True, text=True,
-                          timeout=300, check=False)
+    proc = limits.run([_ansible_doc(), *args], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                      cpu_s=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "lockstep.gpu" not in proc.stderr, proc.stderr
     return proc.stdout

@@ -13,12 +13,12 @@ import json
 import os
 import shutil
 import stat
-import subprocess
 from pathlib import Path
 
 from ansible_collections.lockstep.gpu.plugins.module_utils.analyse import analyse
 from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import collect_from_dir
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.components import components
+import limits
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLES = ROOT / "tests" / "fixtures" / "bundles"
@@ -48,7 +48,7 @@ def run_module(args, check=False):
     cmd = [str(ANSIBLE), "localhost", "-m", "lockstep.gpu.gpu_facts", "-a", args, "-o"]
     if check:
         cmd.append("--check")
-    proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    proc = limits.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, cpu_s=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     line = next(li for li in proc.stdout.splitlines() if li.startswith("localhost | "))
     status, _, payload = line.partition(" => ")
@@ -77,14 +77,14 @@ def test_module_from_dir_broken_bundle_does_not_fail():
 
 def test_module_from_dir_that_does_not_exist(tmp_path):
     cmd = [str(ANSIBLE), "localhost", "-m", "lockstep.gpu.gpu_facts", "-a", f"from_dir={tmp_path / 'no'}", "-o"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    proc = limits.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, cpu_s=300)
     assert proc.returncode != 0
     assert "is not a directory" in proc.stdout
 
 
 def test_ansible_doc_renders():
-    proc = subprocess.run([str(ANSIBLE_DOC), "-t", "module", "lockstep.gpu.gpu_facts"], cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, timeout=300)
+    proc = limits.run([str(ANSIBLE_DOC), "-t", "module", "lockstep.gpu.gpu_facts"], cwd=ROOT, env=ENV,
+                      capture_output=True, text=True, cpu_s=300)
     assert proc.returncode == 0, proc.stderr
     for name in ("nvidia-smi-q-x.xml", "cuda-version-<X.Y>.json", "conda-envs.json",
                  "collect-errors.json", "save_to", "from_dir"):
@@ -126,10 +126,10 @@ def test_filters_load_in_ansible(tmp_path):
     env = dict(os.environ, ANSIBLE_CACHE_PLUGIN="memory", ANSIBLE_DEPRECATION_WARNINGS="False",
                ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_NOCOLOR="1")
     expr = "{{ lookup('file', '" + str(facts) + "') | from_json | lockstep.gpu.components | to_json }}"
-    proc = subprocess.run(
+    proc = limits.run(
         [str(ROOT / ".venv" / "bin" / "ansible"), "localhost", "-m", "debug", "-a",
          f"msg={expr}", "-o"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        cwd=ROOT, env=env, capture_output=True, text=True, cpu_s=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     payload = json.loads(proc.stdout.split(" => ", 1)[1])

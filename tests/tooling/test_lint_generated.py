@@ -32,6 +32,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import limits
 import pytest
 import yaml
 from yamllint import linter
@@ -39,7 +40,7 @@ from yamllint.config import YamlLintConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-TIMEOUT = 600
+CPU_S = 600
 
 # A lock of the demo's environment `train`, shaped as scripts/conda-lock writes it.
 LOCK = {
@@ -143,7 +144,7 @@ def _lint(tree: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
     env.update(NO_COLOR="1", PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}")
     for cmd in ([_tool("yamllint"), "-s", "."], [_tool("ansible-lint"), "-q", "--nocolor"]):
-        proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+        proc = limits.run(cmd, cwd=tree, env=env, capture_output=True, text=True, cpu_s=CPU_S)
         assert proc.returncode == 0, f"{' '.join(cmd[:1])} {' '.join(cmd[1:])}:\n{proc.stdout}{proc.stderr}"
 
 

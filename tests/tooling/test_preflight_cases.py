@@ -13,10 +13,10 @@ values must give none. Eight end-to-end runs in molecule/cluster
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
+import limits
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -283,8 +283,8 @@ def results():
     """Every case through the engine in one run of preflight_run.py (see its docstring)."""
     cases = {case_id: extra for case_id, extra, _expected in CASES}
     cases.update({"none": "{}", THREE: THREE_EXTRA})
-    run = subprocess.run([sys.executable, str(HERE / "preflight_run.py")], input=json.dumps(cases),
-                         capture_output=True, text=True, check=False, timeout=600)
+    run = limits.run([sys.executable, str(HERE / "preflight_run.py")], input=json.dumps(cases),
+                     capture_output=True, text=True, check=False, cpu_s=600)
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout)
 

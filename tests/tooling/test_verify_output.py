@@ -17,12 +17,12 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
 from ansible_collections.lockstep.gpu.plugins.module_utils.conda import build_conda_envs
+import limits
 from lockstep_terminal import check_tables, tables
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLES = ROOT / "tests" / "fixtures" / "bundles"
@@ -62,8 +62,8 @@ def verify(cluster: Path, *args: str, result_format: str = "yaml"):
     env = dict(os.environ, ANSIBLE_CACHE_PLUGIN="memory", ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_CALLBACK_RESULT_FORMAT=result_format,
                COLUMNS=str(COLUMNS))
-    proc = subprocess.run([str(PLAYBOOK), "-i", str(cluster / "hosts.json"), "playbooks/verify.yml", *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    proc = limits.run([str(PLAYBOOK), "-i", str(cluster / "hosts.json"), "playbooks/verify.yml", *args],
+                      cwd=ROOT, env=env, capture_output=True, text=True, cpu_s=600, check=False)
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads((cluster / "reports" / "drift.json").read_text())
     return proc, report
