@@ -44,7 +44,7 @@ from ansible_collections.lockstep.gpu.plugins.module_utils.bundle import (
     printable,
 )
 from ansible_collections.lockstep.gpu.plugins.module_utils.conda import parse_conda_envs
-from ansible_collections.lockstep.gpu.plugins.module_utils.gpustack import parse_gpustack
+from ansible_collections.lockstep.gpu.plugins.module_utils.gpustack import packages_sha256, parse_gpustack
 from ansible_collections.lockstep.gpu.plugins.module_utils.nccl import parse_nccl_header
 from ansible_collections.lockstep.gpu.plugins.module_utils.nccl_conf import parse_nccl_conf
 from ansible_collections.lockstep.gpu.plugins.module_utils.nvidia import (
@@ -355,6 +355,8 @@ def gpustack_section(src):
         "present": gpustack is not None,
         "version": gpustack["version"] if gpustack else None,
         "venv": gpustack["venv"] if gpustack else None,
+        "packages": len(gpustack["packages"]) if gpustack else None,
+        "packages_sha256": packages_sha256(gpustack["packages"]) if gpustack else None,
     }
 
 

@@ -52,6 +52,26 @@ def normalize_package_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def site_distributions(site: str) -> dict:
+    """{PEP 503 name: version} of every ``*.dist-info`` directory in ``site`` (a site-packages);
+    {} when it cannot be listed. Read from the directory names, as pip writes them."""
+    try:
+        entries = os.listdir(site)
+    except OSError:
+        return {}
+    found = {}
+    for entry in entries:
+        match = _DIST_INFO.match(entry)
+        if match:
+            found[normalize_package_name(match.group("name"))] = match.group("version")
+    return found
+
+
+def packages_digest(lines) -> str:
+    """SHA-256 of the sorted, de-duplicated lines ``name==version``, each ending in a newline."""
+    return hashlib.sha256("".join(f"{line}\n" for line in sorted(set(lines))).encode("utf-8")).hexdigest()
+
+
 def _metadata_version(dist_info: str):
     text = read_short(os.path.join(dist_info, "METADATA"))
     if text:
@@ -128,7 +148,6 @@ def scan_env(prefix: str) -> dict:
                 pip["torch_cuda"] = torch_cuda(site)
 
     lock = read_short(os.path.join(meta, LOCK_HASH_FILE))
-    digest = hashlib.sha256("".join(f"{line}\n" for line in sorted(lines)).encode("utf-8"))
     return {
         "prefix": prefix,
         "python": python,
@@ -137,7 +156,7 @@ def scan_env(prefix: str) -> dict:
         "torch_cuda": pip.get("torch_cuda"),
         **{key: next((pip[n] for n in names if n in pip), None) for key, names in _TORCH_LIBS.items()},
         "packages": len(lines),
-        "packages_sha256": digest.hexdigest(),
+        "packages_sha256": packages_digest(lines),
         "lock_sha256": lock.split()[0] if lock else None,
         "unreadable_records": unreadable,
     }

@@ -47,7 +47,8 @@ description:
     for every name of O(resolve), and the node's own address];
     C(nccl.conf) [O(nccl_conf)];
     C(slurm.json) [SHA-256 digests of O(munge_key) and O(slurm_conf), never the key itself];
-    C(gpustack.json) [the C(Version:) of C(<gpustack_venv>/lib/python3*/site-packages/gpustack-*.dist-info/METADATA),
+    C(gpustack.json) [the C(Version:) of C(<gpustack_venv>/lib/python3*/site-packages/gpustack-*.dist-info/METADATA)
+    and every distribution's name and version from that site-packages' C(*.dist-info) directory names,
     only when O(gpustack_venv) exists];
     C(storage.json) [the NFS entries of C(/etc/fstab) and C(/proc/self/mounts), the NFS exports, whether an NFS server runs];
     C(conda-envs.json) [built from the environments under O(conda_envs_dirs)];
@@ -324,11 +325,15 @@ gpu_facts:
     gpustack:
       description: >-
         C(present) (O(gpustack_venv) exists and holds GPUStack), C(version) (its METADATA's C(Version:), e.g.
-        C(2.3.0)), C(venv); an error when the venv holds no or several GPUStack dist-info or its METADATA is
-        unreadable.
+        C(2.3.0)), C(venv), C(packages) (how many distributions its site-packages holds) and
+        C(packages_sha256) (the SHA-256 of their sorted lines C(name==version), each ending in a newline, names
+        as PEP 503: GPUStack's whole closure, compared by verify as C(gpustack.packages_sha256); null for a
+        bundle saved without the list); an error when the venv holds no or several GPUStack dist-info or its
+        METADATA is unreadable.
       type: dict
       returned: always
-      sample: {"present": true, "version": "2.3.0", "venv": "/opt/gpustack/venv"}
+      sample: {"present": true, "version": "2.3.0", "venv": "/opt/gpustack/venv", "packages": 152,
+               "packages_sha256": "5c0d1f7e3b1f9d4c2e8a6b0f7d3c1e9a8b7f6e5d4c3b2a1908f7e6d5c4b3a291"}
     packages:
       description: >-
         {name: version} of the installed packages named in O(packages).

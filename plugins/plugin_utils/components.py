@@ -33,7 +33,8 @@ cluster, as scalars (lists joined with ", "), named ``<section>.<field>``:
 - ``rdma.<ca>.firmware``, ``rdma.<ca>.<port>.state|rate|link_layer``;
 - ``nccl_conf.sha256``;
 - ``slurm.munge_key_sha256``, ``slurm.conf_sha256`` (digests of the munge key and slurm.conf);
-- ``gpustack.version`` (GPUStack's version in its virtual environment, module_utils/gpustack.py);
+- ``gpustack.version`` (GPUStack's version in its virtual environment, module_utils/gpustack.py) and
+  ``gpustack.packages_sha256`` (a digest of every distribution in that environment: its whole closure);
 - ``storage.<mount point>.mounted|fstype|server|fstab`` for each NFS mount
   point in /etc/fstab or /proc/self/mounts (module_utils/storage.py);
 - ``pkg.<name>`` for each package fact (or each name in ``packages``).
@@ -100,7 +101,7 @@ _SECTION_COMPONENTS = {
     ),
     "nccl_conf": ("nccl_conf.sha256",),
     "slurm": ("slurm.munge_key_sha256", "slurm.conf_sha256"),
-    "gpustack": ("gpustack.version",),
+    "gpustack": ("gpustack.version", "gpustack.packages_sha256"),
 }
 _CONDA_FIELDS = ("python", "torch", "deepspeed", "torch_cuda", "torch_nccl", "torch_cudnn", "packages_sha256",
                  "lock_sha256")
@@ -285,6 +286,7 @@ def components(gpu_facts, packages=None):
         put("slurm.conf_sha256", slurm.get("conf_sha256"))
     if not error_of("gpustack"):
         put("gpustack.version", _section(facts, "gpustack").get("version"))
+        put("gpustack.packages_sha256", _section(facts, "gpustack").get("packages_sha256"))
     storage = facts.get("storage")
     if is_error(storage):
         out["storage"] = {"error": str(storage["error"])}

@@ -4,7 +4,9 @@ GPUStack 2.3.0 from the scenario's wheelhouse of PyPI wheels: the server on
 dp1 (head) on Debian's PostgreSQL, its API on the declared gpustack_port,
 workers on dp2 and dp3 registered with the server's token, all behind the
 firewall site.yml applies last. The API is asked with credentials read on
-the node by the node's own shell: no secret enters the tests' output. The
+the node by the node's own shell: no secret enters the tests' output.
+verify.yml compares GPUStack's version and a digest of its venv's whole
+closure (another dependency version on one node is its drift). The
 last tests run playbooks/gpustack.yml from the controller as an admin
 would: a wrong token fails naming the worker and never shows the token (bad
 inputs are the preflight's: its rules' unit tests and
@@ -58,6 +60,37 @@ def test_installed_version_is_the_pinned_one(declared):
             f"{VENV}/bin/python -c 'import importlib.metadata as m; print(m.version(\"gpustack\"))'")
         assert version == "2.3.0"  # the role's default gpustack_version
         assert node(name).file(f"{VENV}/bin/fastfetch").exists
+
+
+def _setuptools(name: str) -> str:
+    return node(name).check_output(
+        f"{VENV}/bin/python -c 'import importlib.metadata as m; print(m.version(\"setuptools\"))'")
+
+
+# Issue 30, part 4: GPUStack's whole closure is compared, not only its own
+# version. Another setuptools in dp3's venv (Debian's wheel, which
+# python3-venv ships, put over the closure's with the venv's own pip, as an
+# admin might) is a drift of dp3 alone, with the digests; the closure's
+# version is installed again from the wheelhouse afterwards.
+def test_another_version_of_a_dependency_in_one_gpustack_venv_is_a_drift_of_that_node(tmp_path):
+    pip = f"{VENV}/bin/pip --disable-pip-version-check --no-input --root-user-action=ignore -q"
+    version = _setuptools("dp3")
+    debian = node("dp3").check_output("ls /usr/share/python-wheels/setuptools-*.whl")
+    assert f"setuptools-{version}-" not in debian, (version, debian)
+    node("dp3").check_output(f"{pip} install --no-index --no-deps {debian}")
+    try:
+        assert _setuptools("dp3") != version
+        result = ansible_playbook("playbooks/verify.yml", "-e", f"verify_reports_dir={tmp_path}")
+    finally:
+        node("dp3").check_output(
+            f"{pip} install --no-index --no-deps --find-links /srv/gpustack-wheels setuptools=={version}")
+    assert result.returncode != 0
+    assert drift_named(result.output, "dp3", "gpustack.packages_sha256"), result.output[-3000:]
+    assert not [n for n in ("dp1", "dp2") if drift_named(result.output, n, "gpustack.packages_sha256")]
+    assert not drift_named(result.output, "dp3", "gpustack.version")
+    compared = json.loads((tmp_path / "drift.json").read_text())["by_component"]["gpustack.packages_sha256"]
+    assert compared["deviating_hosts"] == ["dp3"], compared
+    assert _setuptools("dp3") == version
 
 
 def test_server_api_answers_on_the_declared_port_from_a_worker(declared):
