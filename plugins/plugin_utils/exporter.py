@@ -21,7 +21,7 @@ Functions::
     label_value(value, limit=MAX_VALUE)       -> str  (a component value as a label value)
     render(components, timestamp)             -> str  (a successful collection)
     render_failure(previous_text)             -> str  (a failed one: the last values kept)
-    write_atomically(path, text)              (temporary file, then rename)
+    write_atomically(path, text)              (module_utils/files.py: temporary file, then rename)
     main(argv)                                -> exit status
 
 Standard library only (plus the collection's own code): this runs on
@@ -35,8 +35,9 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
+
+from ansible_collections.lockstep.gpu.plugins.module_utils.files import write_atomically
 
 #: Longest label value written; longer values are cut and end in ``...``.
 MAX_VALUE = 200
@@ -111,26 +112,6 @@ def render_failure(previous_text: str | None) -> str:
             lines += _header(name) + kept[name]
     lines += _header(SUCCESS) + [f"{SUCCESS} 0"]
     return "\n".join(lines) + "\n"
-
-
-def write_atomically(path: str, text: str, mode: int = 0o644) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same
-    directory and a rename, so that node-exporter never reads half a file
-    (its textfile collector reads only ``*.prom``; the temporary file ends
-    in ``.tmp``)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=".lockstep-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 class SubprocessRunner:
