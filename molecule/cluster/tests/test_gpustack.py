@@ -73,17 +73,18 @@ def _setuptools(name: str) -> str:
 # admin might) is a drift of dp3 alone, with the digests; the closure's
 # version is installed again from the wheelhouse afterwards.
 def test_another_version_of_a_dependency_in_one_gpustack_venv_is_a_drift_of_that_node(tmp_path):
-    pip = f"{VENV}/bin/pip --disable-pip-version-check --no-input --root-user-action=ignore -q"
+    pip = f"{VENV}/bin/pip --disable-pip-version-check --no-input -q"
     version = _setuptools("dp3")
     debian = node("dp3").check_output("ls /usr/share/python-wheels/setuptools-*.whl")
     assert f"setuptools-{version}-" not in debian, (version, debian)
-    node("dp3").check_output(f"{pip} install --no-index --no-deps {debian}")
+    node("dp3").check_output(f"{pip} install --root-user-action=ignore --no-index --no-deps {debian}")
     try:
         assert _setuptools("dp3") != version
         result = ansible_playbook("playbooks/verify.yml", "-e", f"verify_reports_dir={tmp_path}")
     finally:
         node("dp3").check_output(
-            f"{pip} install --no-index --no-deps --find-links /srv/gpustack-wheels setuptools=={version}")
+            f"{pip} install --root-user-action=ignore --no-index --no-deps --find-links /srv/gpustack-wheels "
+            f"setuptools=={version}")
     assert result.returncode != 0
     assert drift_named(result.output, "dp3", "gpustack.packages_sha256"), result.output[-3000:]
     assert not [n for n in ("dp1", "dp2") if drift_named(result.output, n, "gpustack.packages_sha256")]
