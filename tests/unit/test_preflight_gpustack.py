@@ -29,6 +29,7 @@ ROLE_DEFAULTS = {
     "gpustack_pip_find_links": "",
     "gpustack_pip_no_index": False,
     "gpustack_pip_extra_packages": ["fastfetch-bin==2.69.0"],
+    "gpustack_pip_lock": "gpustack-{{ gpustack_version }}-requirements.txt",
     "gpustack_gguf_parser_file": "",
     "gpustack_tools_download_base_url": "",
     "gpustack_data_dir": "/var/lib/gpustack",
@@ -57,6 +58,8 @@ DEMO = ROLE_DEFAULTS | CONTRACT_DEFAULTS | {
     "gpustack_pip_no_index": True,
     "gpustack_gguf_parser_file": "/home/admin/lockstep/inventories/demo/../../tests/standin/gguf-parser",
     "gpustack_server_host": "10.231.0.11",
+    # As Ansible templates the default for the node.
+    "gpustack_pip_lock": "gpustack-2.3.0-requirements.txt",
 }
 DEMO_NODES = ["dp1", "dp2", "dp3"]
 DEMO_GROUPS = {"all": DEMO_NODES, "ungrouped": [], "cluster": DEMO_NODES, "head": ["dp1"],
@@ -152,13 +155,13 @@ def test_the_values_are_the_roles_defaults():
 
 def test_the_rules_read_variables_of_the_specs():
     options = set(engine.spec_options("gpustack")) | set(engine.spec_options("cluster"))
-    assert set(gpustack.PORTS + gpustack.DIRECTORIES + gpustack.TLS) <= options
+    assert set(gpustack.PORTS + gpustack.DIRECTORIES + gpustack.TLS) | {"gpustack_pip_lock"} <= options
     assert {"gpustack_token", "gpustack_database_url"} <= engine.secrets(["gpustack"])
 
 
 def test_rules_are_named_after_their_checks():
     assert [rule.__name__ for rule in gpustack.RULES] == [
-        "_server_group", "_version", "_directories", "_token", "_database_url", "_tls", "_port_taken",
+        "_server_group", "_version", "_lock", "_directories", "_token", "_database_url", "_tls", "_port_taken",
         "_server_reachable"]
 
 
@@ -216,8 +219,11 @@ def test_a_server_group_without_a_node_is_named_on_every_node(groups):
 
 
 @pytest.mark.parametrize("version", ["2.3.0", "2.3.0rc1", "0.7.1post2"])
-def test_a_release_passes(version):
-    assert problems(context(gpustack_version=version)) == []
+def test_a_release_passes(version, tmp_path):
+    # With a lock of that release (the role carries 2.3.0's only).
+    lock = tmp_path / "lock.txt"
+    lock.write_text(f"gpustack=={version} --hash=sha256:{'0' * 64}\nfastfetch-bin==2.69.0 --hash=sha256:{'1' * 64}\n")
+    assert problems(context(gpustack_version=version, gpustack_pip_lock=str(lock))) == []
 
 
 @pytest.mark.parametrize("version", ["2.3", "latest", "2.3.0\n", "2.3.0 --pre", ">=2.3.0"])
@@ -413,3 +419,23 @@ def test_odd_values_give_problems_or_nothing(odd):
                                     "connect": {SERVER_URL: 5}}])
 def test_odd_probe_answers_give_nothing(reply):
     assert problems(docker({host: reply for host in DOCKER_NODES})) == []
+
+
+# Issue 30, part 4: the closure's lock, the role's own or a file the site made.
+def test_a_lock_for_another_version_is_named_with_what_it_pins():
+    found = problems(context(gpustack_version="2.4.0"))
+    assert [(p.node, p.variable, p.value) for p in found] == [
+        (n, "gpustack_pip_lock", "gpustack-2.3.0-requirements.txt") for n in DEMO_NODES]
+    assert "it pins gpustack==2.3.0, not 2.4.0" in found[0].allowed
+    assert "scripts/gpustack-lock" in found[0].allowed
+
+
+def test_a_site_lock_without_an_extra_package_or_missing_is_named(tmp_path):
+    lock = tmp_path / "site.txt"
+    lock.write_text("gpustack==2.3.0 --hash=sha256:" + "0" * 64 + "\n")
+    found = problems(context(gpustack_pip_lock=str(lock)))
+    assert {p.variable for p in found} == {"gpustack_pip_lock"} and len(found) == 3
+    assert "it has no fastfetch-bin" in found[0].allowed
+    missing = problems(context(gpustack_pip_lock=str(tmp_path / "none.txt")))
+    assert len(missing) == 3 and "cannot read" in missing[0].allowed
+    assert problems(context(gpustack_pip_lock=str(lock), gpustack_pip_extra_packages=[])) == []

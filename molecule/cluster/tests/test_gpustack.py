@@ -68,30 +68,40 @@ def _setuptools(name: str) -> str:
 
 
 # Issue 30, part 4: GPUStack's whole closure is compared, not only its own
-# version. Another setuptools in dp3's venv (Debian's wheel, which
-# python3-venv ships, put over the closure's with the venv's own pip, as an
-# admin might) is a drift of dp3 alone, with the digests; the closure's
-# version is installed again from the wheelhouse afterwards.
-def test_another_version_of_a_dependency_in_one_gpustack_venv_is_a_drift_of_that_node(tmp_path):
+# version, and installed from the role's lock. Another setuptools in dp3's
+# venv (Debian's wheel, which python3-venv ships, put over the closure's
+# with the venv's own pip, as an admin might) is a drift of dp3 alone, with
+# the digests; the next converge puts the lock's version back on dp3 and
+# changes nothing on the others.
+def test_another_version_of_a_dependency_in_one_gpustack_venv_is_a_drift_the_converge_repairs(tmp_path):
     pip = f"{VENV}/bin/pip --disable-pip-version-check --no-input -q"
     version = _setuptools("dp3")
     debian = node("dp3").check_output("ls /usr/share/python-wheels/setuptools-*.whl")
     assert f"setuptools-{version}-" not in debian, (version, debian)
+    lock = node("dp3").file("/opt/gpustack/requirements-lock.txt").content_string
+    assert re.search(rf"^setuptools=={re.escape(version)} --hash=sha256:[0-9a-f]{{64}}$", lock, re.M), lock[:500]
     node("dp3").check_output(f"{pip} install --root-user-action=ignore --no-index --no-deps {debian}")
     try:
         assert _setuptools("dp3") != version
         result = ansible_playbook("playbooks/verify.yml", "-e", f"verify_reports_dir={tmp_path}")
+        repaired = ansible_playbook("playbooks/gpustack.yml")
+        after = _setuptools("dp3")
     finally:
-        node("dp3").check_output(
-            f"{pip} install --root-user-action=ignore --no-index --no-deps --find-links /srv/gpustack-wheels "
-            f"setuptools=={version}")
+        if _setuptools("dp3") != version:
+            node("dp3").check_output(
+                f"{pip} install --root-user-action=ignore --no-index --no-deps --find-links /srv/gpustack-wheels "
+                f"setuptools=={version}")
     assert result.returncode != 0
     assert drift_named(result.output, "dp3", "gpustack.packages_sha256"), result.output[-3000:]
     assert not [n for n in ("dp1", "dp2") if drift_named(result.output, n, "gpustack.packages_sha256")]
     assert not drift_named(result.output, "dp3", "gpustack.version")
     compared = json.loads((tmp_path / "drift.json").read_text())["by_component"]["gpustack.packages_sha256"]
     assert compared["deviating_hosts"] == ["dp3"], compared
-    assert _setuptools("dp3") == version
+    assert repaired.returncode == 0, repaired.output[-3000:]
+    changed = {n: int(c) for n, c in re.findall(r"\b(dp\d) : ok=\d+ changed=(\d+)", repaired.output)}
+    assert changed["dp3"] > 0 and changed["dp1"] == changed["dp2"] == 0, changed
+    # What the converge left, read before the clean-up above could put it back.
+    assert after == version
 
 
 def test_server_api_answers_on_the_declared_port_from_a_worker(declared):

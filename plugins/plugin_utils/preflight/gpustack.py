@@ -16,10 +16,13 @@ there). The token and the database URL are secrets: the engine shows
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 
 from ansible_collections.lockstep.gpu.plugins.plugin_utils import validate
+from ansible_collections.lockstep.gpu.plugins.plugin_utils.pip_lock import pip_lock
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.preflight import where_enabled
 from ansible_collections.lockstep.gpu.plugins.plugin_utils.problems import Problem
 
@@ -54,6 +57,10 @@ DATABASE = ("does not start with postgresql:// or mysql:// (the only databases G
 TLS_ALLOWED = ("set, but GPUStack 2.x serves TLS (port 443) from its gateway, which only its container image has; "
                "a pip install serves plain HTTP on gpustack_port. Leave gpustack_ssl_certfile and "
                "gpustack_ssl_keyfile empty and put a TLS proxy in front (roles/gpustack/README.md)")
+# The role's own locks: a name in its files/ (its default), else a path on the controller.
+LOCKS = Path(__file__).resolve().parents[3] / "roles" / "gpustack" / "files"
+LOCK = ("it must lock gpustack_version and gpustack_pip_extra_packages, every distribution pinned with its "
+        "wheel's sha256 ({why}): make that lock with scripts/gpustack-lock and set gpustack_pip_lock to its path")
 LISTENER = "another program listens there ({who}): free the port or choose another one"
 UNREACHABLE = ("cannot reach the GPUStack server at {url} ({error}): check gpustack_server_address (empty: the "
                "server node's cluster address, its base_node_address, else its default route's) and the firewall")
@@ -130,6 +137,25 @@ def _version(ctx, host):
         yield Problem("gpustack_version", _written(ctx, host, "gpustack_version"), VERSION, host)
 
 
+def _lock(ctx, host):
+    """A lock that does not pin what the node declares, or that cannot be read (the role's files/, else a path)."""
+    name, version = ctx.var(host, "gpustack_pip_lock"), ctx.var(host, "gpustack_version")
+    extras = ctx.var(host, "gpustack_pip_extra_packages")
+    if not (isinstance(name, str) and name and isinstance(version, str) and isinstance(extras, list)):
+        return
+    if not _VERSION.fullmatch(version) or not all(isinstance(extra, str) for extra in extras):
+        return  # _version names it; the argument spec a list that is not of strings
+    path = Path(name) if os.path.isabs(name) else LOCKS / name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        yield Problem("gpustack_pip_lock", name, LOCK.format(why=f"cannot read {path}: {exc}"), host)
+        return
+    problems = pip_lock(text, [f"gpustack=={version}", *extras])["problems"]
+    if problems:
+        yield Problem("gpustack_pip_lock", name, LOCK.format(why=validate.short("; ".join(problems), 300)), host)
+
+
 def _directories(ctx, host):
     """'Refuse a directory that is not an absolute path'."""
     for name in DIRECTORIES:
@@ -198,4 +224,4 @@ def _server_reachable(ctx, host):
 
 
 RULES = where_enabled("gpustack_enabled", (
-    _server_group, _version, _directories, _token, _database_url, _tls, _port_taken, _server_reachable))
+    _server_group, _version, _lock, _directories, _token, _database_url, _tls, _port_taken, _server_reachable))
