@@ -69,6 +69,19 @@ def test_a_consistent_environment_has_no_problem_and_neither_has_pip(made):
         remove(made, "beta", "2.1")
 
 
+def test_a_pin_of_a_lock_at_another_version_is_named_though_no_dependent_minds(made):
+    """Role gpustack passes every pin of its lock (issue 30, part 4): a distribution at another version that
+    every dependent allows is named by the pin alone, while pip check finds nothing."""
+    install(made, "alpha", "1.0", ["beta>=2"])
+    install(made, "beta", "2.1")
+    try:
+        assert pip_check(made) == set()
+        assert venv_problems(str(made), ["alpha==1.0", "beta==2.2"]) == ["beta==2.2: 2.1 installed"]
+    finally:
+        remove(made, "alpha", "1.0")
+        remove(made, "beta", "2.1")
+
+
 def test_a_dependency_missing_or_at_another_version_is_named_as_pip_check_names_it(made):
     install(made, "alpha", "1.0", ["beta>=2", "epsilon"])
     install(made, "beta", "1.5")
