@@ -60,7 +60,7 @@ TLS_ALLOWED = ("set, but GPUStack 2.x serves TLS (port 443) from its gateway, wh
 # The role's own locks: a name in its files/ (its default), else a path on the controller.
 LOCKS = Path(__file__).resolve().parents[3] / "roles" / "gpustack" / "files"
 LOCK = ("it must lock gpustack_version and gpustack_pip_extra_packages, every distribution pinned with its "
-        "wheel's sha256 ({why}): make that lock with scripts/gpustack-lock and set gpustack_pip_lock to its path")
+        "wheel's sha256 ({why}): make that lock with scripts/gpustack-lock and set gpustack_pip_lock to its absolute path")
 LISTENER = "another program listens there ({who}): free the port or choose another one"
 UNREACHABLE = ("cannot reach the GPUStack server at {url} ({error}): check gpustack_server_address (empty: the "
                "server node's cluster address, its base_node_address, else its default route's) and the firewall")
