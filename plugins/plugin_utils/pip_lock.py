@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.lockstep.gpu.plugins.module_utils.conda import normalize_package_name
+
 _NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")
 _HASH = re.compile(r"^--hash=sha256:[0-9a-f]{64}$")
-
-
-def canonical(name: str) -> str:
-    """PEP 503's name: lower case, runs of '-', '_' and '.' as one '-'."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def parse_pip_lock(text: str) -> tuple[dict, list]:
@@ -33,7 +30,7 @@ def parse_pip_lock(text: str) -> tuple[dict, list]:
         if not pin or not hashes or not all(_HASH.match(h) for h in hashes):
             problems.append(f"line {number} is not 'name==version --hash=sha256:<64 hex digits>': {line.strip()!r}")
             continue
-        name = canonical(pin.group(1))
+        name = normalize_package_name(pin.group(1))
         if name in pins:
             problems.append(f"line {number} pins {name} a second time")
         pins[name] = pin.group(2)
@@ -52,7 +49,7 @@ def pip_lock(text, requirements):
         if not wanted:
             problems.append(f"requirement {requirement!r} is not pinned as name==version")
             continue
-        name, version = canonical(wanted.group(1)), wanted.group(2)
+        name, version = normalize_package_name(wanted.group(1)), wanted.group(2)
         if name not in pins:
             problems.append(f"it has no {name} ({requirement} is required)")
         elif pins[name] != version:
